@@ -1,0 +1,71 @@
+# JigsawRL task runner. The two commands that matter (README): `make demo` and `make test`.
+# Each does all of its own set-up on a fresh machine (Python venv, npm, Debian's chromium).
+
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+ENGINE_VENV := .venv-engine
+PY := $(VENV)/bin/python
+PIP_FLAGS := --disable-pip-version-check -q -c constraints.txt
+EXTRAS ?= web,ray,dev
+
+.PHONY: demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest clean
+
+demo: venv services-optional frontend
+	$(PY) scripts/demo.py
+
+test: services chromium venv frontend lint engine-test frontend-test pytest
+
+# -- environments ---------------------------------------------------------------------------
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install $(PIP_FLAGS) -e ".[$(EXTRAS)]" 2> >(grep -v "is ignored: it is neither a file" >&2)
+	touch $@
+
+venv: $(VENV)/.installed
+
+# The engine's unit tests run where Django is not even installed: the import contract, proven.
+$(ENGINE_VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(ENGINE_VENV)/bin/python || $(PYTHON) -m venv $(ENGINE_VENV)
+	$(ENGINE_VENV)/bin/python -m pip install $(PIP_FLAGS) -e ".[engine-test]" 2> >(grep -v "is ignored: it is neither a file" >&2)
+	touch $@
+
+engine-venv: $(ENGINE_VENV)/.installed
+
+frontend/node_modules/.installed: frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+frontend: frontend/node_modules/.installed
+	cd frontend && npm run build --silent
+
+# -- services -------------------------------------------------------------------------------
+services:
+	scripts/ensure_services.sh
+
+services-optional:
+	-scripts/ensure_services.sh --optional
+
+chromium:
+	@test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@/usr/bin/chromium --version
+
+# -- checks ---------------------------------------------------------------------------------
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+engine-test: engine-venv
+	@! $(ENGINE_VENV)/bin/python -c "import django" 2>/dev/null || { echo "django must not be importable in $(ENGINE_VENV)"; exit 1; }
+	$(ENGINE_VENV)/bin/python -m pytest tests/engine -q -W ignore::pytest.PytestConfigWarning
+
+frontend-test: frontend
+	cd frontend && npm test --silent
+
+pytest: venv
+	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) $(ENGINE_VENV) frontend/node_modules frontend/dist var/static

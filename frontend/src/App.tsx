@@ -1,0 +1,133 @@
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { ApiClient, isAbort, loginUrl } from './api/client';
+import { csrfToken } from './api/csrf';
+import { ApiError } from './api/errors';
+import type { Me } from './api/types';
+import { JobPage } from './pages/JobPage';
+import { JobsPage } from './pages/JobsPage';
+import { SubmitPage } from './pages/SubmitPage';
+import { Link, navigate, usePathname } from './routing/navigation';
+import { matchRoute } from './routing/routes';
+import { SessionContext, type Session } from './session';
+import { loadRememberedTenant, pickTenant, rememberTenant } from './tenant';
+
+function goToLogin(): void {
+  window.location.assign(loginUrl(window.location.pathname + window.location.search));
+}
+
+export function App() {
+  const [me, setMe] = useState<Me | null>(null);
+  const [loadError, setLoadError] = useState<ApiError | null>(null);
+  const [tenantSlug, setTenantSlug] = useState<string | null>(null);
+  const pathname = usePathname();
+  const route = matchRoute(pathname);
+
+  useEffect(() => {
+    const controller = new AbortController();
+    new ApiClient({ tenant: null, onUnauthenticated: goToLogin })
+      .me(controller.signal)
+      .then((result) => {
+        setMe(result);
+        setTenantSlug(pickTenant(result.tenants, loadRememberedTenant()));
+      })
+      .catch((error: unknown) => {
+        if (isAbort(error)) return;
+        setLoadError(error instanceof ApiError ? error : new ApiError(0, 'error', String(error)));
+      });
+    return () => controller.abort();
+  }, []);
+
+  const session = useMemo<Session | null>(() => {
+    const tenant = me?.tenants.find((t) => t.slug === tenantSlug);
+    if (!me || !tenant) return null;
+    return { me, tenant, api: new ApiClient({ tenant: tenant.slug, onUnauthenticated: goToLogin }) };
+  }, [me, tenantSlug]);
+
+  const switchTenant = useCallback(
+    (slug: string) => {
+      rememberTenant(slug);
+      setTenantSlug(slug);
+      // A job belongs to one tenant; its page would be a 404 under another.
+      if (route.page === 'job') navigate('/');
+    },
+    [route.page],
+  );
+
+  let body;
+  if (loadError) {
+    body = (
+      <div className="notice notice-error" role="alert">
+        Could not load your account: {loadError.message}
+      </div>
+    );
+  } else if (!me) {
+    body = <p className="muted">Loading…</p>;
+  } else if (!session) {
+    body = (
+      <div className="notice" role="status">
+        Your account ({me.username}) is not a member of any tenant yet. Ask a tenant owner to add
+        you.
+      </div>
+    );
+  } else if (route.page === 'jobs') {
+    body = <JobsPage key={session.tenant.slug} />;
+  } else if (route.page === 'new') {
+    body = <SubmitPage key={session.tenant.slug} />;
+  } else if (route.page === 'job') {
+    body = <JobPage key={`${session.tenant.slug}/${route.jobId}`} jobId={route.jobId} />;
+  } else {
+    body = (
+      <div className="notice" role="status">
+        No page here. <Link to="/">Back to jobs</Link>
+      </div>
+    );
+  }
+
+  return (
+    <SessionContext.Provider value={session}>
+      <header className="topbar">
+        <Link to="/" className="brand">
+          JigsawRL
+        </Link>
+        <nav aria-label="Main" className="topnav">
+          <Link to="/" aria-current={route.page === 'jobs' ? 'page' : undefined}>
+            Jobs
+          </Link>
+        </nav>
+        <div className="topbar-right">
+          {me && me.tenants.length > 1 && (
+            <label className="tenant-picker">
+              <span>Tenant</span>
+              <select
+                data-testid="tenant-select"
+                value={tenantSlug ?? ''}
+                onChange={(e) => switchTenant(e.target.value)}
+              >
+                {me.tenants.map((t) => (
+                  <option key={t.slug} value={t.slug}>
+                    {t.name} ({t.role})
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+          {me && me.tenants.length === 1 && session && (
+            <span className="tenant-name" title={`Role: ${session.tenant.role}`}>
+              {session.tenant.name}
+            </span>
+          )}
+          {me && <span className="username">{me.username}</span>}
+          {me && (
+            <form method="post" action="/accounts/logout/" className="logout">
+              <input type="hidden" name="csrfmiddlewaretoken" value={csrfToken()} />
+              <button type="submit" className="btn btn-quiet">
+                Log out
+              </button>
+            </form>
+          )}
+        </div>
+      </header>
+      <main className="content">{body}</main>
+    </SessionContext.Provider>
+  );
+}

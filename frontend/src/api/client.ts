@@ -1,0 +1,126 @@
+import { csrfToken } from './csrf';
+import { ApiError, networkError, parseApiError } from './errors';
+import type { Job, Me, MetricsResponse, Page, Preset } from './types';
+
+const API = '/api/v1';
+
+/** Where the server-rendered login page lives; `next` brings the user back here. */
+export function loginUrl(next: string): string {
+  return `/accounts/login/?next=${encodeURIComponent(next)}`;
+}
+
+/**
+ * The path and query of a pagination link. DRF builds `next`/`previous` as absolute
+ * URLs from the request's host and scheme, which behind a TLS-terminating proxy can
+ * come back as http:// (blocked as mixed content); the page only needs the path.
+ */
+export function pathOf(url: string): string {
+  const parsed = new URL(url, 'http://placeholder.invalid');
+  return parsed.pathname + parsed.search;
+}
+
+interface RequestOptions {
+  method?: 'GET' | 'POST';
+  body?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface ApiClientOptions {
+  /** Slug sent as X-Tenant on every call; null only for /me, before a tenant is known. */
+  tenant: string | null;
+  /** Called once a response says the session is gone (before the promise rejects). */
+  onUnauthenticated?: () => void;
+}
+
+export class ApiClient {
+  private readonly tenant: string | null;
+  private readonly onUnauthenticated: (() => void) | undefined;
+
+  constructor(options: ApiClientOptions) {
+    this.tenant = options.tenant;
+    this.onUnauthenticated = options.onUnauthenticated;
+  }
+
+  me(signal?: AbortSignal): Promise<Me> {
+    return this.request<Me>(`${API}/me`, { signal });
+  }
+
+  /** First page of jobs (optionally one status), or the page a `next`/`previous` link names. */
+  listJobs(opts: { status?: string; pageUrl?: string | null }, signal?: AbortSignal): Promise<Page<Job>> {
+    let path = `${API}/jobs`;
+    if (opts.pageUrl) path = pathOf(opts.pageUrl);
+    else if (opts.status) path += `?status=${encodeURIComponent(opts.status)}`;
+    return this.request<Page<Job>>(path, { signal });
+  }
+
+  getJob(id: string, signal?: AbortSignal): Promise<Job> {
+    return this.request<Job>(`${API}/jobs/${encodeURIComponent(id)}`, { signal });
+  }
+
+  createJob(body: { name: string; spec: unknown }, idempotencyKey: string): Promise<Job> {
+    return this.request<Job>(`${API}/jobs`, {
+      method: 'POST',
+      body,
+      headers: { 'Idempotency-Key': idempotencyKey },
+    });
+  }
+
+  cancelJob(id: string): Promise<Job> {
+    return this.request<Job>(`${API}/jobs/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
+  }
+
+  getMetrics(id: string, signal?: AbortSignal): Promise<MetricsResponse> {
+    return this.request<MetricsResponse>(`${API}/jobs/${encodeURIComponent(id)}/metrics`, {
+      signal,
+    });
+  }
+
+  async listPresets(signal?: AbortSignal): Promise<Preset[]> {
+    const page = await this.request<{ results: Preset[] }>(`${API}/presets`, { signal });
+    return page.results;
+  }
+
+  private async request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+    const method = opts.method ?? 'GET';
+    const headers: Record<string, string> = { Accept: 'application/json', ...opts.headers };
+    if (this.tenant) headers['X-Tenant'] = this.tenant;
+    if (method !== 'GET') headers['X-CSRFToken'] = csrfToken();
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = JSON.stringify(opts.body);
+    }
+
+    let response: Response;
+    try {
+      response = await fetch(path, {
+        method,
+        headers,
+        body,
+        credentials: 'same-origin',
+        signal: opts.signal,
+      });
+    } catch (cause) {
+      if (opts.signal?.aborted) throw cause; // the caller gave up; not an error to show
+      throw networkError(cause);
+    }
+
+    const text = await response.text();
+    if (!response.ok) {
+      const error = parseApiError(response.status, text, response.statusText);
+      if (error.isUnauthenticated) this.onUnauthenticated?.();
+      throw error;
+    }
+    try {
+      return (text ? JSON.parse(text) : undefined) as T;
+    } catch {
+      throw new ApiError(response.status, 'bad_response', `The server sent invalid JSON for ${path}`);
+    }
+  }
+}
+
+/** True for the rejection of a fetch that our own AbortController cancelled. */
+export function isAbort(error: unknown): boolean {
+  return error instanceof DOMException && error.name === 'AbortError';
+}

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { jobPath, matchRoute } from './routes';
+
+describe('matchRoute', () => {
+  it.each([
+    ['/', { page: 'jobs' }],
+    ['', { page: 'jobs' }],
+    ['/jobs', { page: 'jobs' }],
+    ['/jobs/', { page: 'jobs' }],
+    ['/new', { page: 'new' }],
+    ['/new/', { page: 'new' }],
+    ['/jobs/new', { page: 'new' }],
+    ['/jobs/3f1c2d9e-0000-4000-8000-000000000001', { page: 'job', jobId: '3f1c2d9e-0000-4000-8000-000000000001' }],
+    ['/jobs/abc/', { page: 'job', jobId: 'abc' }],
+    ['/jobs/abc/metrics', { page: 'not_found' }],
+    ['/static/assets/x.js', { page: 'not_found' }],
+    ['/jobs/%E0%A4%A', { page: 'not_found' }],
+  ])('%s', (path, route) => {
+    expect(matchRoute(path)).toEqual(route);
+  });
+
+  it('round-trips a job path', () => {
+    expect(matchRoute(jobPath('a b'))).toEqual({ page: 'job', jobId: 'a b' });
+  });
+});

@@ -1,0 +1,30 @@
+/** The pages of the dashboard, as matched from a URL path. */
+export type Route =
+  | { page: 'jobs' }
+  | { page: 'new' }
+  | { page: 'job'; jobId: string }
+  | { page: 'not_found' };
+
+/**
+ * Match a pathname. Trailing slashes are ignored. `/jobs/new` is an alias of `/new`
+ * because the server hands every `/jobs/...` path to the app, so it survives a reload
+ * even where `/new` is not routed to index.html.
+ */
+export function matchRoute(pathname: string): Route {
+  const path = pathname.replace(/\/+$/, '') || '/';
+  if (path === '/' || path === '/jobs') return { page: 'jobs' };
+  if (path === '/new' || path === '/jobs/new') return { page: 'new' };
+  const job = /^\/jobs\/([^/]+)$/.exec(path);
+  if (job) {
+    try {
+      return { page: 'job', jobId: decodeURIComponent(job[1]!) };
+    } catch {
+      return { page: 'not_found' };
+    }
+  }
+  return { page: 'not_found' };
+}
+
+export function jobPath(jobId: string): string {
+  return `/jobs/${encodeURIComponent(jobId)}`;
+}

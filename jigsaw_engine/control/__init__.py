@@ -1,0 +1,1 @@
+"""The controller: owns every pipeline on the cluster and turns their progress into events."""

@@ -1,0 +1,100 @@
+"""``LocalEngine``: the Controller in a background thread, its clock paced against wall time.
+
+``speed`` is simulated seconds per wall second: 1.0 runs in real time, larger values
+fast-forward (demos, tests), ``math.inf`` jumps straight from event to event.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from jigsaw_engine.contracts import EventBatch
+from jigsaw_engine.control.controller import Controller
+from jigsaw_engine.cost.cost_model import RooflineCostModel
+from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.spec.cluster import ClusterSpec
+
+logger = logging.getLogger(__name__)
+
+
+class LocalEngine:
+    """An :class:`~jigsaw_engine.contracts.EngineHost` running in this process."""
+
+    def __init__(self, cluster: ClusterSpec, *, speed: float = 1.0) -> None:
+        if not speed > 0:
+            raise ValueError(f"speed must be > 0, got {speed}")
+        self._engine_id = uuid.uuid4().hex
+        self._speed = speed
+        self._controller = Controller(cluster, RooflineCostModel(load_device_profile(cluster.device_type)))
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._wall_origin = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="jigsaw-engine", daemon=True)
+        self._thread.start()
+
+    @property
+    def engine_id(self) -> str:
+        return self._engine_id
+
+    def submit(self, pipeline_id: str, spec: Mapping[str, Any]) -> None:
+        with self._lock:
+            if self._controller.knows(pipeline_id):
+                return  # idempotent: a retried dispatch must not start the pipeline twice
+            self._controller.submit(pipeline_id, spec, self._now_s())
+        self._wake.set()
+
+    def cancel(self, pipeline_id: str) -> bool:
+        with self._lock:
+            if not self._controller.knows(pipeline_id):
+                return False
+            cancelled = self._controller.cancel(pipeline_id, self._now_s())
+        self._wake.set()
+        return cancelled
+
+    def events_since(self, cursor: int, limit: int = 1000) -> EventBatch:
+        with self._lock:
+            events = self._controller.events.since(cursor, limit)
+        next_cursor = events[-1].seq if events else cursor
+        return EventBatch(self._engine_id, events, next_cursor)
+
+    def describe(self) -> dict[str, Any]:
+        with self._lock:
+            info = self._controller.describe()
+        info["engine_id"] = self._engine_id
+        info["speed"] = self._speed
+        return info
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=5)
+
+    # -- the pacing loop ---------------------------------------------------------------
+    def _now_s(self) -> float:
+        if math.isinf(self._speed):
+            return self._controller.describe()["clock_s"]  # type: ignore[no-any-return]
+        return (time.monotonic() - self._wall_origin) * self._speed
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self._lock:
+                    if math.isinf(self._speed):
+                        self._controller.run_until_idle()
+                        wait_s = 1.0
+                    else:
+                        self._controller.advance_to(self._now_s())
+                        nxt = self._controller.next_event_time()
+                        wait_s = 1.0 if nxt is None else (nxt - self._now_s()) / self._speed
+            except Exception:  # the engine thread must outlive one bad pipeline
+                logger.exception("engine loop failed; continuing")
+                wait_s = 1.0
+            self._wake.wait(timeout=min(max(wait_s, 0.0), 1.0))
+            self._wake.clear()

@@ -1,0 +1,46 @@
+"""Per-device constants, kept as data files (``profiles/<name>.json``) so a measured profile
+replaces a modelled one without code changes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from functools import cache
+from pathlib import Path
+
+PROFILE_DIR = Path(__file__).with_name("profiles")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProfile:
+    name: str
+    description: str
+    peak_flops_bf16: float
+    hbm_bytes_per_s: float
+    memory_bytes: float
+    t_fix_s: float
+    """Fixed cost of one decode iteration (kernel launches, scheduling)."""
+    c_seq_s: float
+    """Per-running-sequence cost of one decode iteration (sampling, bookkeeping)."""
+    eta_weights: float
+    eta_kv: float
+    eta_compute: float
+    eta_prefill: float
+    mfu_forward: float
+    mfu_train: float
+    nvlink_bytes_per_s: float
+    inter_node_bytes_per_s: float
+    pcie_bytes_per_s: float
+    sync_alpha_s: float
+    sync_bytes_per_s: float
+
+
+@cache
+def load_device_profile(name: str) -> DeviceProfile:
+    path = PROFILE_DIR / f"{name}.json"
+    if not path.exists():
+        known = sorted(p.stem for p in PROFILE_DIR.glob("*.json"))
+        raise KeyError(f"no device profile {name!r}; known: {', '.join(known)}")
+    raw = json.loads(path.read_text())
+    names = {f.name for f in fields(DeviceProfile)}
+    return DeviceProfile(**{k: v for k, v in raw.items() if k in names})

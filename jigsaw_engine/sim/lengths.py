@@ -1,0 +1,72 @@
+"""Seeded sampling of what a step's rollouts will look like: turns, lengths, tool waits."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from jigsaw_engine.spec.pipeline import PipelineSpec
+
+
+@dataclass(frozen=True, slots=True)
+class SequencePlan:
+    prompt_tokens: int
+    turn_tokens: tuple[int, ...]
+    """Generated tokens in each turn (sum capped at ``rollout.max_response_length``)."""
+    tool_waits_s: tuple[float, ...]
+    """Tool latency after each turn but the last."""
+    tool_output_tokens: int
+
+    @property
+    def response_tokens(self) -> int:
+        return sum(self.turn_tokens)
+
+    @property
+    def total_tokens(self) -> int:
+        """Tokens the trainer sees: prompt, every turn, every tool output."""
+        return self.prompt_tokens + self.response_tokens + self.tool_output_tokens * len(self.tool_waits_s)
+
+
+def step_rng(seed: int, step: int) -> random.Random:
+    """One independent, reproducible stream per (pipeline seed, step)."""
+    return random.Random(seed * 1_000_003 + step)
+
+
+def sample_step(spec: PipelineSpec, step: int) -> list[SequencePlan]:
+    """The sequences of one step, grouped: ``rollout.n`` consecutive plans share a prompt."""
+    rng = step_rng(spec.seed, step)
+    w = spec.workload
+    cap = spec.rollout.max_response_length
+    rho = w.group_correlation
+    plans: list[SequencePlan] = []
+    for _ in range(spec.train_batch_size):
+        z_group = rng.gauss(0.0, 1.0)
+        num_turns = _draw_turns(rng, w.turn_weights)
+        for _ in range(spec.rollout.n):
+            turns: list[int] = []
+            budget = cap
+            for _ in range(num_turns):
+                z = math.sqrt(rho) * z_group + math.sqrt(1.0 - rho) * rng.gauss(0.0, 1.0)
+                tokens = max(1, int(w.response_median_tokens * math.exp(w.response_sigma * z)))
+                tokens = min(tokens, budget)
+                turns.append(tokens)
+                budget -= tokens
+                if budget <= 0:
+                    break
+            waits = tuple(
+                w.tool_latency_median_s * math.exp(w.tool_latency_sigma * rng.gauss(0.0, 1.0))
+                for _ in range(len(turns) - 1)
+            )
+            plans.append(SequencePlan(w.prompt_tokens, tuple(turns), waits, w.tool_output_tokens))
+    return plans
+
+
+def _draw_turns(rng: random.Random, weights: tuple[float, ...]) -> int:
+    u = rng.random() * sum(weights)
+    acc = 0.0
+    for i, weight in enumerate(weights):
+        acc += weight
+        if u < acc:
+            return i + 1
+    return len(weights)

@@ -1,0 +1,163 @@
+"""``PipelineSpec``: one tenant's RL job as the engine sees it, parsed from a plain mapping.
+
+The mapping is what users submit (YAML or JSON). Names follow verl where one exists
+(``data.train_batch_size``, ``rollout.n``, ``algorithm.adv_estimator``); every problem is
+reported with its field path, the bad value and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from jigsaw_engine.errors import FieldError, SpecError
+from jigsaw_engine.spec.models import MODEL_CATALOGUE, ModelSpec
+from jigsaw_engine.spec.reader import SpecReader
+from jigsaw_engine.spec.workloads import WORKLOADS, WorkloadSpec
+
+
+class Algorithm(StrEnum):
+    GRPO = "grpo"
+    PPO = "ppo"
+    RLOO = "rloo"
+    REINFORCE_PP = "reinforce_plus_plus"
+    DAPO = "dapo"
+
+
+class SyncMode(StrEnum):
+    SYNC = "sync"
+    ASYNC = "async"
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutSpec:
+    n: int
+    """Responses per prompt (group size); GRPO needs >= 2 for a group baseline."""
+    max_response_length: int
+    """Hard cap on generated tokens per sequence (all turns)."""
+    temperature: float
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    num_gpus: int
+    """Devices the pipeline asks for: data-parallel workers x tensor-parallel degree."""
+    tp: int
+    """Tensor-parallel degree of one rollout worker."""
+
+    @property
+    def dp(self) -> int:
+        return self.num_gpus // self.tp
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSpec:
+    name: str
+    algorithm: Algorithm
+    model: ModelSpec
+    workload: WorkloadSpec
+    train_batch_size: int
+    """Prompts per step (verl's ``data.train_batch_size``)."""
+    rollout: RolloutSpec
+    resources: ResourceSpec
+    total_steps: int
+    mode: SyncMode
+    staleness: int
+    """Async only: how many policy versions a rollout may lag behind training."""
+    ppo_epochs: int
+    priority: float
+    """Weight in weighted completion time; 1.0 is normal."""
+    seed: int
+
+    @property
+    def sequences_per_step(self) -> int:
+        return self.train_batch_size * self.rollout.n
+
+
+_TOP_LEVEL_MAX_GPUS = 4096
+
+
+def parse_pipeline_spec(data: Mapping[str, Any] | Any, *, path: str = "") -> PipelineSpec:
+    """Parse and check a user's mapping; raise :class:`SpecError` listing every problem."""
+    errors: list[FieldError] = []
+    spec = _read_pipeline(SpecReader(data, path, errors))
+    if errors:
+        raise SpecError(errors)
+    assert spec is not None
+    return spec
+
+
+def validate_pipeline_spec(data: Mapping[str, Any] | Any) -> list[FieldError]:
+    """Every problem with ``data``, or an empty list when it would run."""
+    try:
+        parse_pipeline_spec(data)
+    except SpecError as exc:
+        return exc.errors
+    return []
+
+
+def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
+    name = r.text("name", "pipeline", max_length=120)
+    algorithm = Algorithm(r.choice("algorithm", "grpo", [a.value for a in Algorithm]))
+    model = _read_model(r)
+    workload_name = r.choice("workload", "gsm8k", sorted(WORKLOADS))
+    data = r.section("data")
+    train_batch_size = data.integer("train_batch_size", 64, minimum=1, maximum=65536)
+    data.finish()
+    rollout = _read_rollout(r.section("rollout"), algorithm)
+    resources = _read_resources(r.section("resources"))
+    trainer = r.section("trainer")
+    total_steps = trainer.integer("total_steps", 20, minimum=1, maximum=1_000_000)
+    ppo_epochs = trainer.integer("ppo_epochs", 1, minimum=1, maximum=16)
+    trainer.finish()
+    mode = SyncMode(r.choice("mode", "sync", [m.value for m in SyncMode]))
+    staleness = r.integer("staleness", 0 if mode is SyncMode.SYNC else 1, minimum=0, maximum=16)
+    if mode is SyncMode.SYNC and staleness != 0:
+        r.error("staleness", f"must be 0 when mode is 'sync', got {staleness}; set mode: async")
+    priority = r.number("priority", 1.0, minimum=0.01, maximum=100.0)
+    seed = r.integer("seed", 0, minimum=0, maximum=2**31 - 1)
+    r.finish()
+    if model is None:
+        return None
+    return PipelineSpec(
+        name=name,
+        algorithm=algorithm,
+        model=model,
+        workload=WORKLOADS[workload_name],
+        train_batch_size=train_batch_size,
+        rollout=rollout,
+        resources=resources,
+        total_steps=total_steps,
+        mode=mode,
+        staleness=staleness,
+        ppo_epochs=ppo_epochs,
+        priority=priority,
+        seed=seed,
+    )
+
+
+def _read_model(r: SpecReader) -> ModelSpec | None:
+    name = r.choice("model", "qwen2.5-1.5b", sorted(MODEL_CATALOGUE))
+    return MODEL_CATALOGUE.get(name)
+
+
+def _read_rollout(r: SpecReader, algorithm: Algorithm) -> RolloutSpec:
+    n = r.integer("n", 4, minimum=1, maximum=1024)
+    if algorithm in (Algorithm.GRPO, Algorithm.RLOO, Algorithm.DAPO) and n == 1:
+        r.error("n", f"must be >= 2 for {algorithm.value} (it needs a group baseline), got 1")
+    max_len = r.integer("max_response_length", 8192, minimum=1, maximum=262_144)
+    temperature = r.number("temperature", 1.0, minimum=0.0, maximum=2.0)
+    r.finish()
+    return RolloutSpec(n=n, max_response_length=max_len, temperature=temperature)
+
+
+def _read_resources(r: SpecReader) -> ResourceSpec:
+    num_gpus = r.integer("num_gpus", 2, minimum=1, maximum=_TOP_LEVEL_MAX_GPUS)
+    tp = r.integer("tp", 1, minimum=1, maximum=64)
+    if num_gpus % tp:
+        r.error("tp", f"must divide resources.num_gpus ({num_gpus}), got {tp}")
+        tp = 1
+    r.finish()
+    return ResourceSpec(num_gpus=num_gpus, tp=tp)

@@ -1,0 +1,73 @@
+"""Built-in workloads: seeded length and tool-latency distributions fitted to public traces.
+
+See ``shared/docs/BENCHMARKS.md`` (Workloads). Lengths are lognormal and capped; a task with
+tool calls adds turns, tool waits and the tool output re-prefilled on the next turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    name: str
+    prompt_tokens: int
+    """Typical prompt length (tokens), prefilled once per sequence."""
+    response_median_tokens: float
+    """Median generated tokens per turn."""
+    response_sigma: float
+    """Lognormal sigma of generated tokens per turn: the long tail's weight."""
+    turn_weights: tuple[float, ...] = (1.0,)
+    """Probability of 1, 2, ... turns per sequence."""
+    tool_latency_median_s: float = 0.0
+    """Median wall time of one tool call (host-bound: no GPU work)."""
+    tool_latency_sigma: float = 0.0
+    tool_output_tokens: int = 0
+    """Tokens the tool appends to the context, re-prefilled at the next turn."""
+    group_correlation: float = 0.5
+    """Share of log-length variance shared within a prompt's group (0 = independent)."""
+
+    @property
+    def is_multi_turn(self) -> bool:
+        return len(self.turn_weights) > 1
+
+
+WORKLOADS: dict[str, WorkloadSpec] = {
+    w.name: w
+    for w in (
+        WorkloadSpec("gsm8k", 160, 280.0, 0.5),
+        WorkloadSpec("math", 200, 465.0, 0.72),
+        WorkloadSpec(
+            "search",
+            300,
+            57.0,
+            0.8,
+            turn_weights=(0.07, 0.43, 0.34, 0.11, 0.05),
+            tool_latency_median_s=0.16,
+            tool_latency_sigma=1.2,
+            tool_output_tokens=570,
+            group_correlation=0.3,
+        ),
+        WorkloadSpec(
+            "aime_refine",
+            250,
+            2000.0,
+            0.45,
+            turn_weights=(0.0, 0.4, 0.35, 0.25),
+            tool_latency_median_s=0.05,
+            tool_latency_sigma=0.3,
+            tool_output_tokens=60,
+        ),
+        WorkloadSpec(
+            "code_tool",
+            350,
+            350.0,
+            0.6,
+            turn_weights=(0.0, 0.0, 0.3, 0.3, 0.2, 0.2),
+            tool_latency_median_s=0.3,
+            tool_latency_sigma=0.9,
+            tool_output_tokens=200,
+        ),
+    )
+}

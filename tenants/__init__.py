@@ -1,0 +1,1 @@
+"""Tenants: who may use the cluster, with which tokens, within which quotas."""

@@ -1,0 +1,97 @@
+"""Tenant, membership, API tokens, quota and the audit log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Tenant(models.Model):
+    slug = models.SlugField(max_length=63, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Role(models.TextChoices):
+    OWNER = "owner"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="membership_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.tenant} ({self.role})"
+
+
+class Scope(models.TextChoices):
+    JOBS_READ = "jobs:read"
+    JOBS_WRITE = "jobs:write"
+    ADMIN = "admin"
+
+
+class ApiToken(models.Model):
+    """A secret shown once: stored as a public key id plus a SHA-256 of the secret.
+
+    The secret is 256 random bits, so a fast hash is enough: there is nothing to brute-force
+    that a slow hash would protect (unlike passwords).
+    """
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    key_id = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.key_id})"
+
+    def is_active(self, now: timezone.datetime | None = None) -> bool:
+        now = now or timezone.now()
+        if self.revoked_at is not None:
+            return False
+        return self.expires_at is None or self.expires_at > now
+
+
+class Quota(models.Model):
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="quota")
+    guaranteed_gpus = models.PositiveIntegerField(default=0)
+    borrow_limit_gpus = models.PositiveIntegerField(default=0)
+    max_running_jobs = models.PositiveIntegerField(default=4)
+    max_queued_jobs = models.PositiveIntegerField(default=20)
+    max_gpus_per_job = models.PositiveIntegerField(default=8)
+    monthly_gpu_hours = models.FloatField(default=1000.0)
+    priority_limit = models.FloatField(default=1.0)
+    fair_share_weight = models.FloatField(default=1.0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"quota of {self.tenant}"
+
+
+class AuditLog(models.Model):
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_log", null=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    action = models.CharField(max_length=64)
+    target = models.CharField(max_length=200)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]

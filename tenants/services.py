@@ -1,0 +1,103 @@
+"""Writes for tenants: every change to tokens, memberships and quotas leaves an audit row."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from tenants.models import ApiToken, AuditLog, Membership, Quota, Role, Scope, Tenant
+
+TOKEN_PREFIX = "jrl"
+ALL_SCOPES = [s.value for s in Scope]
+
+
+def _hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def audit_record(
+    *, tenant: Tenant | None, actor: Any, action: str, target: str, data: dict[str, Any] | None = None
+) -> None:
+    AuditLog.objects.create(
+        tenant=tenant,
+        actor=actor if getattr(actor, "pk", None) else None,
+        action=action,
+        target=target,
+        data=data or {},
+    )
+
+
+@transaction.atomic
+def tenant_create(*, slug: str, name: str, actor: Any = None, quota: dict[str, Any] | None = None) -> Tenant:
+    tenant = Tenant.objects.create(slug=slug, name=name)
+    Quota.objects.create(tenant=tenant, **(quota or {}))
+    audit_record(tenant=tenant, actor=actor, action="tenant.create", target=slug, data={"quota": quota or {}})
+    return tenant
+
+
+@transaction.atomic
+def membership_add(*, tenant: Tenant, user: AbstractBaseUser, role: str = Role.MEMBER, actor: Any = None) -> Membership:
+    membership, _ = Membership.objects.update_or_create(tenant=tenant, user=user, defaults={"role": role})
+    audit_record(tenant=tenant, actor=actor, action="membership.set", target=str(user), data={"role": role})
+    return membership
+
+
+@transaction.atomic
+def api_token_create(
+    *,
+    tenant: Tenant,
+    user: AbstractBaseUser,
+    name: str,
+    scopes: Iterable[str] = ("jobs:read", "jobs:write"),
+    expires_at: datetime | None = None,
+) -> tuple[ApiToken, str]:
+    """Create a token; returns it with the raw secret, which is never stored or shown again."""
+    scopes = list(scopes)
+    unknown = [s for s in scopes if s not in ALL_SCOPES]
+    if unknown:
+        raise ValueError(f"scopes: unknown {unknown}; known: {ALL_SCOPES}")
+    key_id = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        tenant=tenant,
+        user=user,
+        name=name,
+        key_id=key_id,
+        secret_hash=_hash_secret(secret),
+        scopes=scopes,
+        expires_at=expires_at,
+    )
+    audit_record(
+        tenant=tenant, actor=user, action="api_token.create", target=key_id, data={"name": name, "scopes": scopes}
+    )
+    return token, f"{TOKEN_PREFIX}_{key_id}_{secret}"
+
+
+def api_token_authenticate(*, raw: str) -> ApiToken | None:
+    """The active token for ``raw`` or None; compares in constant time."""
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != TOKEN_PREFIX:
+        return None
+    token = ApiToken.objects.select_related("tenant", "user").filter(key_id=parts[1]).first()
+    if token is None or not hmac.compare_digest(token.secret_hash, _hash_secret(parts[2])):
+        return None
+    if not token.is_active() or not token.user.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)  # at most once a minute
+    return token
+
+
+@transaction.atomic
+def api_token_revoke(*, token: ApiToken, actor: Any) -> None:
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    audit_record(tenant=token.tenant, actor=actor, action="api_token.revoke", target=token.key_id)

@@ -1,0 +1,1 @@
+"""Shared test helpers. Engine tests run without Django, so nothing here may import it."""

@@ -1,0 +1,119 @@
+"""The controller on a virtual clock: lifecycle, placement, cancel, determinism, cursors."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from jigsaw_engine.contracts import EventKind, PipelineState
+from jigsaw_engine.control.controller import Controller
+from jigsaw_engine.control.local_engine import LocalEngine
+from jigsaw_engine.errors import DuplicatePipelineError, SpecError
+from tests.engine.builders import make_cluster, make_cost, make_spec
+
+
+def statuses(controller: Controller, pipeline_id: str) -> list[str]:
+    return [
+        e.data["status"]
+        for e in controller.events.since(0, 10_000)
+        if e.pipeline_id == pipeline_id and e.kind is EventKind.STATUS
+    ]
+
+
+def test_pipeline_runs_to_success_with_metrics_each_step() -> None:
+    c = Controller(make_cluster(8), make_cost())
+    c.submit("p", make_spec(trainer={"total_steps": 3}), now_s=0.0)
+    c.run_until_idle()
+    assert statuses(c, "p") == ["queued", "starting", "running", "succeeded"]
+    steps = [e.data["step"] for e in c.events.since(0, 100) if e.kind is EventKind.METRICS]
+    assert steps == [1, 2, 3]
+    assert c.describe()["cluster"]["devices_in_use"] == 0
+
+
+def test_second_pipeline_waits_for_devices_then_runs() -> None:
+    # 4 devices: A takes 4, so B (2 devices) queues until A has finished.
+    c = Controller(make_cluster(4), make_cost())
+    c.submit("a", make_spec(resources={"num_gpus": 4}), now_s=0.0)
+    c.submit("b", make_spec(resources={"num_gpus": 2}), now_s=0.0)
+    assert c.state_of("b") is PipelineState.QUEUED
+    c.run_until_idle()
+    events = c.events.since(0, 10_000)
+    a_done = next(e.seq for e in events if e.pipeline_id == "a" and e.data.get("status") == "succeeded")
+    b_start = next(e.seq for e in events if e.pipeline_id == "b" and e.data.get("status") == "starting")
+    assert b_start > a_done
+    assert c.state_of("b") is PipelineState.SUCCEEDED
+
+
+def test_cancel_frees_devices_and_stops_metrics() -> None:
+    c = Controller(make_cluster(2), make_cost())
+    c.submit("a", make_spec(trainer={"total_steps": 50}), now_s=0.0)
+    c.submit("b", make_spec(), now_s=0.0)
+    c.advance_to(100.0)
+    assert c.cancel("a", now_s=100.0) is True
+    assert c.cancel("a", now_s=100.0) is False  # already ended
+    seen = len(c.events.since(0, 10_000))
+    c.run_until_idle()
+    later = c.events.since(0, 10_000)[seen:]
+    assert all(e.pipeline_id == "b" for e in later)  # nothing more from the cancelled one
+    assert c.state_of("a") is PipelineState.CANCELLED and c.state_of("b") is PipelineState.SUCCEEDED
+
+
+def test_invalid_and_duplicate_submissions_are_refused() -> None:
+    c = Controller(make_cluster(8), make_cost())
+    with pytest.raises(SpecError):
+        c.submit("x", make_spec(rollout={"n": 0}), now_s=0.0)
+    with pytest.raises(SpecError):
+        c.submit("y", make_spec(resources={"num_gpus": 16}), now_s=0.0)
+    c.submit("z", make_spec(), now_s=0.0)
+    with pytest.raises(DuplicatePipelineError):
+        c.submit("z", make_spec(), now_s=0.0)
+
+
+def test_same_inputs_give_identical_event_streams() -> None:
+    def run() -> list[tuple]:
+        c = Controller(make_cluster(4), make_cost())
+        c.submit("a", make_spec(workload="math"), now_s=0.0)
+        c.submit("b", make_spec(workload="search"), now_s=5.0)
+        c.run_until_idle()
+        return [(e.seq, e.pipeline_id, e.kind, e.sim_time_s, e.data) for e in c.events.since(0, 10_000)]
+
+    assert run() == run()
+
+
+def test_event_cursor_reads_each_event_once() -> None:
+    c = Controller(make_cluster(8), make_cost())
+    c.submit("p", make_spec(), now_s=0.0)
+    c.run_until_idle()
+    first = c.events.since(0, 3)
+    rest = c.events.since(first[-1].seq, 10_000)
+    everything = c.events.since(0, 10_000)
+    assert [e.seq for e in first + rest] == [e.seq for e in everything]
+    assert [e.seq for e in everything] == list(range(1, len(everything) + 1))
+
+
+def test_local_engine_paces_against_wall_clock() -> None:
+    # At 1000 simulated seconds per wall second a 3-step job (about 20 s of startup plus
+    # three steps of several seconds each) ends well within a few wall seconds, and not instantly.
+    engine = LocalEngine(make_cluster(8), speed=1000.0)
+    try:
+        engine.submit("p", make_spec())
+        engine.submit("p", make_spec())  # idempotent
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            events = engine.events_since(0).events
+            if any(e.data.get("status") == "succeeded" for e in events):
+                break
+            time.sleep(0.02)
+        kinds = [e.data.get("status") for e in engine.events_since(0).events if e.kind is EventKind.STATUS]
+        assert kinds == ["queued", "starting", "running", "succeeded"]
+        assert engine.describe()["pipelines"] == {"succeeded": 1}
+    finally:
+        engine.close()
+
+
+def test_local_engine_rejects_non_positive_speed() -> None:
+    with pytest.raises(ValueError, match="speed must be > 0"):
+        LocalEngine(make_cluster(8), speed=0)
+    LocalEngine(make_cluster(8), speed=math.inf).close()

@@ -1,0 +1,75 @@
+"""Cost model sanity points and the rollout simulator's invariants."""
+
+from __future__ import annotations
+
+import pytest
+
+from jigsaw_engine.sim.decode_sim import simulate_worker
+from jigsaw_engine.sim.lengths import SequencePlan, sample_step
+from jigsaw_engine.sim.step_sim import simulate_step
+from jigsaw_engine.spec import MODEL_CATALOGUE, parse_pipeline_spec
+from tests.engine.builders import make_cost, make_spec
+
+
+def test_a100_7b_batch1_decode_is_about_12ms() -> None:
+    # weights 15.24 GB / (0.75 * 2.039 TB/s) = 9.97 ms, + t_fix 2.5 ms + 20 us = 12.5 ms.
+    t = make_cost("a100").decode_iteration_s(MODEL_CATALOGUE["qwen2.5-7b"], batch=1, context_tokens=0)
+    assert t == pytest.approx(0.0125, rel=0.02)
+
+
+def test_h100_is_faster_than_a100_everywhere() -> None:
+    m = MODEL_CATALOGUE["qwen3-8b"]
+    h, a = make_cost("h100"), make_cost("a100")
+    assert h.decode_iteration_s(m, batch=64, context_tokens=50_000) < a.decode_iteration_s(
+        m, batch=64, context_tokens=50_000
+    )
+    assert h.train_s(m, tokens=1e6, num_gpus=8) < a.train_s(m, tokens=1e6, num_gpus=8)
+
+
+def test_single_sequence_decode_matches_iteration_sum() -> None:
+    # One sequence of 100 tokens after a 10-token prompt: the piecewise simulator must equal
+    # the plain sum of 100 iterations with context 10, 11, ..., 109.
+    cost, model = make_cost(), MODEL_CATALOGUE["qwen2.5-1.5b"]
+    out = simulate_worker(cost, model, [SequencePlan(10, (100,), (), 0)])
+    expected = sum(cost.decode_iteration_s(model, batch=1, context_tokens=10 + i) for i in range(100))
+    assert out.decode_s == pytest.approx(expected, rel=1e-9)
+    assert out.tokens_generated == 100 and out.iterations == 100
+
+
+def test_tool_wait_idles_the_worker() -> None:
+    cost, model = make_cost(), MODEL_CATALOGUE["qwen2.5-1.5b"]
+    no_tool = simulate_worker(cost, model, [SequencePlan(10, (50, 50), (0.0,), 0)])
+    with_tool = simulate_worker(cost, model, [SequencePlan(10, (50, 50), (2.0,), 0)])
+    assert with_tool.duration_s == pytest.approx(no_tool.duration_s + 2.0, abs=0.02)
+
+
+def test_sampling_is_deterministic_per_seed_and_step() -> None:
+    spec = parse_pipeline_spec(make_spec(workload="math"))
+    assert sample_step(spec, 3) == sample_step(spec, 3)
+    assert sample_step(spec, 3) != sample_step(spec, 4)
+
+
+def test_lengths_respect_cap_and_are_heavy_tailed() -> None:
+    spec = parse_pipeline_spec(make_spec(workload="math", data={"train_batch_size": 256}, rollout={"max_response_length": 8192}))
+    lengths = [p.response_tokens for p in sample_step(spec, 0)]
+    assert max(lengths) <= 8192
+    mean = sum(lengths) / len(lengths)
+    assert max(lengths) / mean > 4  # a long tail: the longest is several times the mean
+
+
+def test_more_gpus_make_a_step_faster() -> None:
+    cost = make_cost()
+    small = simulate_step(cost, parse_pipeline_spec(make_spec(resources={"num_gpus": 2})), 0)
+    large = simulate_step(cost, parse_pipeline_spec(make_spec(resources={"num_gpus": 8})), 0)
+    assert large.duration_s < small.duration_s
+
+
+def test_step_metrics_use_verl_names() -> None:
+    result = simulate_step(make_cost(), parse_pipeline_spec(make_spec()), 0)
+    metrics = result.metrics()
+    for name in ("timing_s/step", "timing_s/gen", "response_length/mean", "perf/throughput", "perf/mfu"):
+        assert name in metrics
+    assert metrics["timing_s/step"] == pytest.approx(
+        result.gen_s + result.reward_s + result.old_logprob_s + result.ref_logprob_s + result.update_s + result.sync_s
+    )
+    assert 0 < metrics["perf/mfu"] < 1

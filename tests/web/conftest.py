@@ -1,0 +1,109 @@
+"""Fixtures for control-plane tests: real Postgres (pytest-django's test database), real Redis
+(a broker and a channel layer in their own database numbers), a real Celery worker and beat
+in threads of this process, and the in-process engine."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from channels.layers import channel_layers
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from tenants.models import Role, Tenant
+from tenants.services import api_token_create, membership_add, tenant_create
+from webapp import engine_gateway
+
+TEST_REDIS = "redis://127.0.0.1:6379"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_redis() -> Iterator[None]:
+    """Tests use Redis databases 5 (broker) and 6 (channel layer), never the demo's."""
+    from webapp.celery_app import app
+
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [f"{TEST_REDIS}/6"], "prefix": "jigsaw-test"},
+        }
+    }
+    settings.REDIS_URL = f"{TEST_REDIS}/6"
+    channel_layers.backends.clear()
+    # Worker threads must not keep connections open past a test (the test database is dropped).
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
+    app.conf.broker_url = f"{TEST_REDIS}/5"
+    app.conf.task_default_queue = "jigsaw-test"
+    yield
+
+
+@pytest.fixture()
+def engine_speed() -> Iterator[Any]:
+    """Set the simulated engine's speed for one test (a fresh in-process engine)."""
+
+    def set_speed(speed: float) -> None:
+        settings.ENGINE_SPEED = speed
+        engine_gateway.reset_engine_host()
+
+    set_speed(math.inf)
+    yield set_speed
+    engine_gateway.reset_engine_host()
+
+
+@pytest.fixture()
+def celery_worker_thread(isolated_redis: None, transactional_db: None) -> Iterator[None]:
+    """A real Celery worker consuming the test queue, plus beat (the event pump) every second."""
+    from celery.beat import EmbeddedService
+    from celery.contrib.testing.worker import start_worker
+
+    from webapp.celery_app import app
+
+    with app.connection_for_write() as conn:
+        conn.default_channel.queue_purge("jigsaw-test")
+    beat = EmbeddedService(app, thread=True, schedule_filename=tempfile.mktemp(prefix="beat-"))
+    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30):
+        beat.start()
+        try:
+            yield
+        finally:
+            beat.stop()
+            beat.join(timeout=5)
+
+
+@dataclass
+class TenantActor:
+    tenant: Tenant
+    user: Any
+    token: str
+
+
+def _make_actor(slug: str, scopes: tuple[str, ...] = ("jobs:read", "jobs:write")) -> TenantActor:
+    user = get_user_model().objects.create_user(username=f"{slug}-owner", password="pw-" + slug * 3)
+    tenant = tenant_create(slug=slug, name=slug.title(), quota={"max_gpus_per_job": 8, "max_queued_jobs": 5})
+    membership_add(tenant=tenant, user=user, role=Role.OWNER)
+    _, raw = api_token_create(tenant=tenant, user=user, name="ci", scopes=scopes)
+    return TenantActor(tenant, user, raw)
+
+
+@pytest.fixture()
+def make_actor() -> Any:
+    return _make_actor
+
+
+def small_spec(**overrides: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "name": "slice",
+        "model": "qwen3-0.6b",
+        "workload": "gsm8k",
+        "data": {"train_batch_size": 16},
+        "rollout": {"n": 4, "max_response_length": 512},
+        "resources": {"num_gpus": 2},
+        "trainer": {"total_steps": 3},
+    }
+    spec.update(overrides)
+    return spec

@@ -1,0 +1,1 @@
+"""The control plane: Django settings, the Celery app, ASGI routing, the jobs app."""

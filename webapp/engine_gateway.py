@@ -1,0 +1,99 @@
+"""The only door between the control plane and the engine.
+
+Everything else in the webapp talks to the engine through these functions, in plain Python
+types; nothing else imports ``jigsaw_engine``. One engine host per process: in-process
+(``ENGINE_BACKEND=local``) or the detached Ray actor shared by every process (``ray``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from jigsaw_engine import api as engine_api
+from jigsaw_engine.contracts import EngineEvent, EngineHost, EventKind, PipelineState
+
+__all__ = [
+    "EngineEvent",
+    "EventKind",
+    "PipelineState",
+    "SpecProblem",
+    "cancel_pipeline",
+    "describe_engine",
+    "engine_host",
+    "list_presets",
+    "pull_events",
+    "reset_engine_host",
+    "resolve_spec",
+    "submit_pipeline",
+    "validate_spec",
+]
+
+_host: EngineHost | None = None
+_host_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class SpecProblem:
+    field: str
+    message: str
+
+
+def _config() -> engine_api.EngineConfig:
+    return engine_api.EngineConfig.from_mapping(settings.ENGINE_CLUSTER, speed=settings.ENGINE_SPEED)
+
+
+def engine_host() -> EngineHost:
+    """This process's handle on the engine, created on first use."""
+    global _host
+    with _host_lock:
+        if _host is None:
+            if settings.ENGINE_BACKEND == "ray":
+                _host = engine_api.connect_ray_engine(_config(), address=settings.RAY_ADDRESS or None)
+            else:
+                _host = engine_api.start_local_engine(_config())
+        return _host
+
+
+def reset_engine_host() -> None:
+    """Forget (and close) this process's engine handle; tests and settings changes use it."""
+    global _host
+    with _host_lock:
+        if _host is not None:
+            _host.close()
+        _host = None
+
+
+def validate_spec(spec: Any) -> list[SpecProblem]:
+    cluster = _config().cluster
+    return [SpecProblem(e.field, e.message) for e in engine_api.validate_spec(spec, cluster)]
+
+
+def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return engine_api.resolve_spec(spec)
+
+
+def list_presets() -> list[dict[str, Any]]:
+    return engine_api.list_presets()
+
+
+def submit_pipeline(*, job_id: str, spec: Mapping[str, Any]) -> None:
+    engine_host().submit(job_id, spec)
+
+
+def cancel_pipeline(*, job_id: str) -> bool:
+    return engine_host().cancel(job_id)
+
+
+def pull_events(*, cursor: int, limit: int = 500) -> tuple[str, list[EngineEvent], int]:
+    """(engine id, events after ``cursor``, the cursor to store once they are saved)."""
+    batch = engine_host().events_since(cursor, limit)
+    return batch.engine_id, batch.events, batch.next_cursor
+
+
+def describe_engine() -> dict[str, Any]:
+    return engine_host().describe()

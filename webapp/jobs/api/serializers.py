@@ -1,0 +1,89 @@
+"""Input and output serializers for jobs, kept apart (HackSoft style)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from webapp.jobs.models import Job, JobEvent, JobStatus
+from webapp.jobs.selectors import queue_position
+
+
+class JobCreateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
+    spec = serializers.JSONField(help_text="The pipeline spec (see GET /api/v1/presets for examples).")
+
+    def validate_spec(self, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return value
+
+
+class ProgressOutput(serializers.Serializer):
+    step = serializers.IntegerField()
+    total_steps = serializers.IntegerField()
+
+
+class JobOutput(serializers.ModelSerializer):
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    queue_position = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "name",
+            "tenant",
+            "status",
+            "status_reason",
+            "failure_class",
+            "queue_position",
+            "progress",
+            "num_gpus",
+            "spec",
+            "resolved_spec",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_queue_position(self, job: Job) -> int | None:
+        return queue_position(job=job) if job.status == JobStatus.QUEUED else None
+
+    @extend_schema_field(ProgressOutput)
+    def get_progress(self, job: Job) -> dict[str, int]:
+        return {"step": job.current_step, "total_steps": job.total_steps}
+
+
+class JobEventOutput(serializers.ModelSerializer):
+    class Meta:
+        model = JobEvent
+        fields = ["seq", "kind", "created_at", "data"]
+
+
+class MetricsOutput(serializers.Serializer):
+    series = serializers.DictField(
+        child=serializers.ListField(child=serializers.ListField(child=serializers.FloatField()))
+    )
+
+
+class PresetOutput(serializers.Serializer):
+    name = serializers.CharField()
+    title = serializers.CharField()
+    spec = serializers.JSONField()
+
+
+class TenantMembershipOutput(serializers.Serializer):
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    role = serializers.CharField()
+
+
+class MeOutput(serializers.Serializer):
+    username = serializers.CharField()
+    is_staff = serializers.BooleanField()
+    tenants = TenantMembershipOutput(many=True)

@@ -1,0 +1,136 @@
+"""Jobs, their events and metrics, idempotency records and the engine event cursor."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from tenants.models import Tenant
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued"
+    STARTING = "starting"
+    RUNNING = "running"
+    RECOVERING = "recovering"
+    PAUSING = "pausing"
+    PAUSED = "paused"
+    CANCELLING = "cancelling"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
+
+# Allowed transitions; terminal states have none (they are absorbing).
+TRANSITIONS: dict[str, frozenset[str]] = {
+    JobStatus.QUEUED: frozenset({"starting", "running", "cancelling", "cancelled", "failed"}),
+    JobStatus.STARTING: frozenset({"queued", "running", "cancelling", "cancelled", "failed", "succeeded"}),
+    JobStatus.RUNNING: frozenset({"recovering", "pausing", "cancelling", "cancelled", "failed", "succeeded"}),
+    JobStatus.RECOVERING: frozenset({"running", "cancelling", "cancelled", "failed"}),
+    JobStatus.PAUSING: frozenset({"paused", "cancelling", "cancelled", "failed"}),
+    JobStatus.PAUSED: frozenset({"queued", "cancelling", "cancelled"}),
+    JobStatus.CANCELLING: frozenset({"cancelled", "failed", "succeeded"}),
+    JobStatus.SUCCEEDED: frozenset(),
+    JobStatus.FAILED: frozenset(),
+    JobStatus.CANCELLED: frozenset(),
+}
+
+
+class FailureClass(models.TextChoices):
+    VALIDATION = "validation"
+    USER_CODE = "user_code"
+    OUT_OF_MEMORY = "out_of_memory"
+    SYSTEM = "system"
+    CAPACITY = "capacity"
+    QUOTA = "quota"
+    TIMEOUT = "timeout"
+
+
+class Job(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    name = models.CharField(max_length=120)
+    status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    status_reason = models.CharField(max_length=300, blank=True, default="")
+    failure_class = models.CharField(max_length=16, choices=FailureClass.choices, blank=True, default="")
+    spec = models.JSONField(help_text="The spec as the user submitted it.")
+    resolved_spec = models.JSONField(help_text="The spec with every default filled in.")
+    num_gpus = models.PositiveIntegerField()
+    total_steps = models.PositiveIntegerField()
+    current_step = models.PositiveIntegerField(default=0)
+    last_event_seq = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "status"]), models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class EventKind(models.TextChoices):
+    STATUS = "status"
+    METRICS = "metrics"
+    LOG = "log"
+
+
+class JobEvent(models.Model):
+    """Numbered per job (``seq`` from 1), so a client resumes after the last one it saw."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=EventKind.choices)
+    data = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["job", "seq"]
+        constraints = [models.UniqueConstraint(fields=["job", "seq"], name="job_event_seq_unique")]
+
+
+class JobMetrics(models.Model):
+    """One row per step: every metric the engine reported for it."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="metrics")
+    step = models.PositiveIntegerField()
+    values = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["job", "step"]
+        constraints = [models.UniqueConstraint(fields=["job", "step"], name="job_metrics_step_unique")]
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to an ``Idempotency-Key``; a replay gets it back unchanged."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+    key = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64)
+    response_status = models.PositiveIntegerField(null=True)
+    response_body = models.JSONField(null=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "key"], name="idempotency_key_unique")]
+
+
+class EngineCursor(models.Model):
+    """How far the control plane has read each engine instance's event log."""
+
+    engine_id = models.CharField(max_length=64, primary_key=True)
+    cursor = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)

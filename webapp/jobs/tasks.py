@@ -1,0 +1,62 @@
+"""Celery tasks: short, idempotent, each takes ids only. Broad excepts only here (the edge)."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from webapp import engine_gateway
+from webapp.jobs import services
+from webapp.jobs.models import Job, JobStatus
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="jobs.dispatch_job",
+    bind=True,
+    acks_late=True,
+    autoretry_for=(ConnectionError, TimeoutError),
+    retry_backoff=True,
+    max_retries=8,
+)
+def dispatch_job(self, job_id: str) -> str:  # type: ignore[no-untyped-def]
+    """Hand a queued job to the engine. Safe to run twice: the engine ignores a known id."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None or job.status != JobStatus.QUEUED:
+        return "skipped"
+    try:
+        engine_gateway.submit_pipeline(job_id=job_id, spec=job.spec)
+    except (ConnectionError, TimeoutError):
+        raise
+    except Exception as exc:
+        code = getattr(exc, "code", "")
+        failure = "validation" if code == "validation_error" else "system"
+        logger.warning("dispatch of job %s failed: %s", job_id, exc, exc_info=failure == "system")
+        services.job_transition(job_id=job_id, to=JobStatus.FAILED, reason=f"{failure}: {exc}", failure_class=failure)
+        return "failed"
+    services.job_transition(job_id=job_id, to=JobStatus.QUEUED, reason="accepted by the engine", allow_same=True)
+    pump_engine_events.delay()
+    return "dispatched"
+
+
+@shared_task(name="jobs.cancel_job", acks_late=True)
+def cancel_job(job_id: str) -> str:
+    known = engine_gateway.cancel_pipeline(job_id=job_id)
+    services.engine_events_pump()  # an end the engine reached first wins over the cancel
+    if not known:
+        # Never reached the engine (or already ended there): nothing to stop.
+        services.job_transition(job_id=job_id, to=JobStatus.CANCELLED, reason="cancelled before it started")
+        return "cancelled"
+    return "cancelling"
+
+
+@shared_task(name="jobs.pump_engine_events", acks_late=True, ignore_result=True)
+def pump_engine_events() -> int:
+    """Store the engine's new events and push them to subscribers (beat runs it every second)."""
+    try:
+        return services.engine_events_pump()
+    except Exception:
+        logger.exception("pumping engine events failed; the next run retries from the saved cursor")
+        return 0

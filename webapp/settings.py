@@ -1,0 +1,192 @@
+"""Settings: every value that varies between machines comes from the environment, here only.
+
+``JIGSAW_ENV``: ``development`` (default), ``test`` or ``production``. Production refuses to
+start with a default secret and turns on the secure-cookie and HSTS settings that
+``manage.py check --deploy`` asks for. ``JIGSAW_STANDALONE=1`` runs without Postgres and
+Redis (SQLite, tasks in-process, in-memory channel layer) for a single-process demo.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from webapp.env import env_bool, env_float, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+JIGSAW_ENV = env_str("JIGSAW_ENV", "development")
+if JIGSAW_ENV not in ("development", "test", "production"):
+    raise ImproperlyConfigured(f"JIGSAW_ENV: must be development, test or production, got {JIGSAW_ENV!r}")
+PRODUCTION = JIGSAW_ENV == "production"
+STANDALONE = env_bool("JIGSAW_STANDALONE", False)
+
+_DEV_SECRET = "dev-insecure-secret-key-change-me-dev-insecure-secret-key"
+SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET)
+if PRODUCTION and (SECRET_KEY == _DEV_SECRET or len(SECRET_KEY) < 50):
+    raise ImproperlyConfigured(
+        "SECRET_KEY: production needs its own secret of at least 50 characters; "
+        "set SECRET_KEY in the environment (e.g. python -c "
+        "'import secrets; print(secrets.token_urlsafe(64))')"
+    )
+DEBUG = env_bool("DEBUG", not PRODUCTION)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.1", "[::1]", "testserver"])
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS: production needs the host names it serves, comma separated")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_filters",
+    "channels",
+    "tenants",
+    "webapp.jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "webapp" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+WSGI_APPLICATION = "webapp.wsgi.application"
+ASGI_APPLICATION = "webapp.asgi.application"
+
+# -- data stores ----------------------------------------------------------------------------
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/jigsawrl"
+if STANDALONE:
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "var" / "standalone.sqlite3"}}
+else:
+    DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", DEFAULT_DATABASE_URL), conn_max_age=60)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+if STANDALONE:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "jigsaw")},
+        }
+    }
+
+# -- Celery ---------------------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = STANDALONE
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "jigsaw")
+# Ray cannot write to Celery's redirected stdout inside a prefork child.
+CELERY_WORKER_REDIRECT_STDOUTS = False
+CELERY_BEAT_SCHEDULE = {
+    "pump-engine-events": {"task": "jobs.pump_engine_events", "schedule": 1.0},
+}
+
+# -- engine ---------------------------------------------------------------------------------
+ENGINE_BACKEND = env_str("ENGINE_BACKEND", "local")  # local | ray
+if ENGINE_BACKEND not in ("local", "ray"):
+    raise ImproperlyConfigured(f"ENGINE_BACKEND: must be local or ray, got {ENGINE_BACKEND!r}")
+RAY_ADDRESS = env_str("RAY_ADDRESS", "")
+ENGINE_CLUSTER = {
+    "num_nodes": int(env_float("ENGINE_NUM_NODES", 1)),
+    "devices_per_node": int(env_float("ENGINE_DEVICES_PER_NODE", 8)),
+    "device_type": env_str("ENGINE_DEVICE_TYPE", "h100"),
+}
+ENGINE_SPEED = env_float("ENGINE_SPEED", 20.0)
+"""Simulated seconds per wall second for simulated pipelines (``inf`` in tests)."""
+
+# -- auth, API ------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "tenants.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "webapp.api_errors.api_exception_handler",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "JigsawRL API",
+    "DESCRIPTION": "Submit and watch RL post-training jobs on a shared cluster.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# -- static, i18n ---------------------------------------------------------------------------
+STATIC_URL = "/static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+STATICFILES_DIRS = [FRONTEND_DIST] if FRONTEND_DIST.exists() else []
+WHITENOISE_USE_FINDERS = not PRODUCTION
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# -- security -------------------------------------------------------------------------------
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+if PRODUCTION:
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(env_float("SECURE_HSTS_SECONDS", 31_536_000))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"jigsaw_engine": {"level": env_str("ENGINE_LOG_LEVEL", "WARNING")}},
+}
