@@ -33,7 +33,9 @@ $(ENGINE_VENV)/.installed: pyproject.toml constraints.txt
 engine-venv: $(ENGINE_VENV)/.installed
 
 frontend/node_modules/.installed: frontend/package.json frontend/package-lock.json
-	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+	# `npm install` from the lock file, not `npm ci`: vite lists a Windows-only optional
+	# dependency the registry does not serve, which `npm ci` counts as a lock mismatch.
+	cd frontend && npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
 frontend: frontend/node_modules/.installed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from tenants.services import api_token_authenticate
@@ -26,3 +27,13 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="api"'
+
+
+class ApiTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
+    """Documents the token in the OpenAPI schema as an HTTP bearer scheme."""
+
+    target_class = "tenants.authentication.ApiTokenAuthentication"
+    name = "apiToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "jrl_<key id>_<secret>"}

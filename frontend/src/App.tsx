@@ -118,8 +118,16 @@ export function App() {
           )}
           {me && <span className="username">{me.username}</span>}
           {me && (
-            <form method="post" action="/accounts/logout/" className="logout">
-              <input type="hidden" name="csrfmiddlewaretoken" value={csrfToken()} />
+            <form
+              method="post"
+              action="/accounts/logout/"
+              className="logout"
+              // Read the token when submitting: Django rotates it, e.g. at login.
+              onSubmit={(e) => {
+                e.currentTarget.csrfmiddlewaretoken.value = csrfToken();
+              }}
+            >
+              <input type="hidden" name="csrfmiddlewaretoken" defaultValue={csrfToken()} />
               <button type="submit" className="btn btn-quiet">
                 Log out
               </button>

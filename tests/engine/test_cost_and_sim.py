@@ -50,7 +50,9 @@ def test_sampling_is_deterministic_per_seed_and_step() -> None:
 
 
 def test_lengths_respect_cap_and_are_heavy_tailed() -> None:
-    spec = parse_pipeline_spec(make_spec(workload="math", data={"train_batch_size": 256}, rollout={"max_response_length": 8192}))
+    spec = parse_pipeline_spec(
+        make_spec(workload="math", data={"train_batch_size": 256}, rollout={"max_response_length": 8192})
+    )
     lengths = [p.response_tokens for p in sample_step(spec, 0)]
     assert max(lengths) <= 8192
     mean = sum(lengths) / len(lengths)

@@ -66,7 +66,9 @@ def celery_worker_thread(isolated_redis: None, transactional_db: None) -> Iterat
     with app.connection_for_write() as conn:
         conn.default_channel.queue_purge("jigsaw-test")
     beat = EmbeddedService(app, thread=True, schedule_filename=tempfile.mktemp(prefix="beat-"))
-    with start_worker(app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30):
+    with start_worker(
+        app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
+    ):
         beat.start()
         try:
             yield

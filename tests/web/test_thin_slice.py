@@ -32,13 +32,19 @@ async def receive_until_terminal(ws: WebsocketCommunicator, timeout_s: float = 6
         message = await ws.receive_json_from(timeout=deadline - loop.time())
         assert message["type"] == "event"
         events.append(message["event"])
-        if message["event"]["kind"] == "status" and message["event"]["data"]["status"] in ("succeeded", "failed", "cancelled"):
+        if message["event"]["kind"] == "status" and message["event"]["data"]["status"] in (
+            "succeeded",
+            "failed",
+            "cancelled",
+        ):
             return events
     raise AssertionError(f"job did not finish in {timeout_s}s; saw {events}")
 
 
 @pytest.mark.asyncio
-async def test_job_streams_status_and_metrics_to_its_tenant_only(celery_worker_thread, engine_speed, make_actor) -> None:
+async def test_job_streams_status_and_metrics_to_its_tenant_only(
+    celery_worker_thread, engine_speed, make_actor
+) -> None:
     engine_speed(40.0)  # about 20 s of startup plus 3 short steps: a few wall seconds, watched live
     owner = await sync_to_async(make_actor)("acme")
     other = await sync_to_async(make_actor)("globex")
@@ -50,7 +56,9 @@ async def test_job_streams_status_and_metrics_to_its_tenant_only(celery_worker_t
     job_id = response.json()["id"]
     assert response.json()["status"] == "queued"
 
-    ws = WebsocketCommunicator(application, f"/ws/jobs/{job_id}/", headers=[(b"authorization", f"Bearer {owner.token}".encode())])
+    ws = WebsocketCommunicator(
+        application, f"/ws/jobs/{job_id}/", headers=[(b"authorization", f"Bearer {owner.token}".encode())]
+    )
     connected, _ = await ws.connect()
     assert connected
     events = await receive_until_terminal(ws)
@@ -77,7 +85,9 @@ async def test_job_streams_status_and_metrics_to_its_tenant_only(celery_worker_t
     assert foreign.json()["error"]["code"] == "not_found"
     listing = (await sync_to_async(api(other.token).get)("/api/v1/jobs")).json()
     assert listing["results"] == []
-    ws2 = WebsocketCommunicator(application, f"/ws/jobs/{job_id}/", headers=[(b"authorization", f"Bearer {other.token}".encode())])
+    ws2 = WebsocketCommunicator(
+        application, f"/ws/jobs/{job_id}/", headers=[(b"authorization", f"Bearer {other.token}".encode())]
+    )
     await ws2.connect()
     closed = await ws2.receive_output(timeout=5)
     assert closed == {"type": "websocket.close", "code": 4404}

@@ -38,6 +38,10 @@ def _authorized_job(user: Any, token: ApiToken | None, job_id: str) -> Job | Non
 
 @database_sync_to_async
 def _stored_events(job: Job, after: int) -> list[dict[str, Any]]:
+    """Stored events after ``after``; past ``REPLAY_LIMIT`` of them, only the newest ones, so
+    the stream stays continuous from where it starts up to the live events."""
+    job.refresh_from_db(fields=["last_event_seq"])
+    after = max(after, job.last_event_seq - REPLAY_LIMIT)
     return [event_payload(e) for e in job_events_after(job=job, after=after, limit=REPLAY_LIMIT)]
 
 

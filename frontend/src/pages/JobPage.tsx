@@ -27,6 +27,7 @@ export function JobPage({ jobId }: { jobId: string }) {
   const [job, setJob] = useState<Job | null>(null);
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [series, setSeries] = useState<SeriesMap>({});
+  const [metricsError, setMetricsError] = useState('');
   const [events, setEvents] = useState<JobEvent[]>([]);
   const [stream, setStream] = useState<StreamState>('connecting');
   const [cancelState, setCancelState] = useState<{ busy: boolean; error: string }>({ busy: false, error: '' });
@@ -66,7 +67,7 @@ export function JobPage({ jobId }: { jobId: string }) {
       .getMetrics(jobId, controller.signal)
       .then((res) => setSeries((live) => mergeSeriesMaps(normalizeSeries(res.series), live)))
       .catch((e: unknown) => {
-        if (!isAbort(e)) setLoadError((prev) => prev ?? asApiError(e));
+        if (!isAbort(e)) setMetricsError(asApiError(e).message);
       });
     return () => controller.abort();
   }, [api, jobId]);
@@ -197,6 +198,11 @@ export function JobPage({ jobId }: { jobId: string }) {
 
       <section aria-labelledby="metrics-title">
         <h2 id="metrics-title">Metrics</h2>
+        {metricsError && (
+          <div className="notice notice-error" role="alert">
+            Could not load the metric history ({metricsError}); showing live points only.
+          </div>
+        )}
         {names.length === 0 ? (
           <p className="muted">No metrics yet.</p>
         ) : (

@@ -43,6 +43,7 @@ class JobOutput(serializers.ModelSerializer):
             "queue_position",
             "progress",
             "num_gpus",
+            "last_event_seq",
             "spec",
             "resolved_spec",
             "created_at",

@@ -1,0 +1,222 @@
+#!/usr/bin/env python
+"""The main job: start the whole stack on this machine, seed two tenants, submit their
+pipelines through the REST API, print where to look, and stop everything on Ctrl-C.
+
+Full mode (PostgreSQL and Redis reachable): uvicorn (HTTP + WebSocket), a Celery worker and
+beat, and an embedded Ray cluster hosting the engine as a detached actor. Standalone mode
+(either is missing): one process with SQLite, in-process tasks and an in-memory channel layer.
+Options: --port, --smoke (exit once every submitted job is running; used to time start-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+RAY_PORT = 6390  # never Ray's default 6379: that is Redis's port
+RAY_TEMP = "/tmp/jigsaw-ray"
+
+DEMO_JOBS = [
+    ("acme", "math-grpo", {"trainer": {"total_steps": 30}}),
+    ("acme", "retrieval-qa", {"data": {"train_batch_size": 32}, "trainer": {"total_steps": 15}}),
+    ("globex", "self-refine", {"data": {"train_batch_size": 16}, "trainer": {"total_steps": 8}}),
+    ("globex", "math-grpo", {"name": "gsm8k-grpo-large", "model": "qwen3-4b", "resources": {"num_gpus": 4}}),
+]
+
+
+def reachable(url: str, default_port: int) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or default_port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def ensure_database(url: str) -> None:
+    import psycopg
+
+    parsed = urlparse(url)
+    name = parsed.path.lstrip("/") or "jigsawrl"
+    admin_url = parsed._replace(path="/postgres").geturl()
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+class Stack:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.log_dir = ROOT / "var" / "demo-logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+
+    def run(self, *cmd: str) -> str:
+        return subprocess.run(cmd, cwd=ROOT, env=self.env, check=True, capture_output=True, text=True).stdout
+
+    def start(self, name: str, *cmd: str) -> None:
+        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 (kept open for the child)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.procs.append((name, proc))
+
+    def check_alive(self) -> None:
+        for name, proc in self.procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode}; see {self.log_dir / (name + '.log')}")
+
+    def stop(self) -> None:
+        for _, proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for _, proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        if self.env.get("ENGINE_BACKEND") == "ray":
+            subprocess.run([str(VENV_BIN / "ray"), "stop", "--force"], env=self.env, capture_output=True)
+
+
+def http_json(method: str, url: str, token: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method)
+    req.add_header("Authorization", f"Bearer {token}")
+    req.add_header("Content-Type", "application/json")
+    if method == "POST":
+        req.add_header("Idempotency-Key", str(uuid.uuid4()))
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def wait_healthy(base: str, stack: Stack, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while time.monotonic() < deadline:
+        stack.check_alive()
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=20) as resp:
+                if resp.status == 200:
+                    return
+        except urllib.error.HTTPError as exc:
+            last = exc.read().decode()[:300]
+        except OSError as exc:
+            last = str(exc)
+        time.sleep(1)
+    raise RuntimeError(f"the stack did not become healthy in {timeout_s}s: {last}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    started = time.monotonic()
+
+    env = dict(os.environ)
+    env.setdefault("JIGSAW_ENV", "development")
+    database_url = env.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jigsawrl")
+    redis_url = env.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    standalone = not (reachable(database_url, 5432) and reachable(redis_url, 6379))
+    if standalone:
+        env.update(JIGSAW_STANDALONE="1", ENGINE_BACKEND="local")
+    else:
+        ensure_database(database_url)
+        env.update(
+            DATABASE_URL=database_url, REDIS_URL=redis_url, ENGINE_BACKEND="ray", RAY_ADDRESS=f"127.0.0.1:{RAY_PORT}"
+        )
+
+    stack = Stack(env)
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        py = sys.executable
+        stack.run(py, "manage.py", "migrate", "--noinput")
+        creds = json.loads(stack.run(py, "manage.py", "seed_demo", "--json"))
+        if not standalone:
+            subprocess.run([str(VENV_BIN / "ray"), "stop", "--force"], env=env, capture_output=True)
+            stack.run(
+                str(VENV_BIN / "ray"), "start", "--head", f"--port={RAY_PORT}", "--num-cpus=2",
+                "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={RAY_TEMP}",
+                "--object-store-memory=268435456",
+            )  # fmt: skip
+            celery = str(VENV_BIN / "celery")
+            stack.start("worker", celery, "-A", "webapp.celery_app", "worker", "--loglevel=INFO", "--concurrency=2")
+            stack.start("beat", celery, "-A", "webapp.celery_app", "beat", "--loglevel=INFO",
+                        "--schedule", str(stack.log_dir / "celerybeat-schedule"))  # fmt: skip
+        stack.start("web", py, "manage.py", "serve", "--port", str(args.port))
+        wait_healthy(base, stack)
+
+        presets = {
+            p["name"]: p["spec"] for p in http_json("GET", f"{base}/api/v1/presets", creds["tokens"]["acme"])["results"]
+        }
+        job_ids = []
+        for tenant, preset, overrides in DEMO_JOBS:
+            spec = {**presets[preset], **overrides}
+            job = http_json(
+                "POST", f"{base}/api/v1/jobs", creds["tokens"][tenant], {"name": spec["name"], "spec": spec}
+            )
+            job_ids.append((tenant, job["id"], job["name"]))
+
+        mode = (
+            "STANDALONE (SQLite, in-process tasks and channel layer; no PostgreSQL/Redis found)"
+            if standalone
+            else (f"full: PostgreSQL, Redis, Celery worker + beat, Ray head on 127.0.0.1:{RAY_PORT}")
+        )
+        print("=" * 78)
+        print(f"JigsawRL demo is up in {time.monotonic() - started:.0f} s  [{mode}]")
+        print(f"  dashboard : {base}/        API docs: {base}/api/v1/docs   admin: {base}/admin/")
+        for user, password in creds["users"].items():
+            print(f"  sign in   : {user} / {password}")
+        for tenant, token in creds["tokens"].items():
+            print(f"  API token : {tenant}: {token}   (shown once)")
+        for tenant, job_id, name in job_ids:
+            print(f"  submitted : [{tenant}] {name}  {base}/jobs/{job_id}")
+        print(f"  logs      : {stack.log_dir}/")
+        print("Ctrl-C stops everything this demo started.")
+        print("=" * 78, flush=True)
+
+        if args.smoke:
+            wait_running(base, creds["tokens"], job_ids, stack)
+            print(f"smoke: all jobs reached running or later in {time.monotonic() - started:.0f} s", flush=True)
+            return 0
+        while True:
+            stack.check_alive()
+            time.sleep(2)
+    except KeyboardInterrupt:
+        print("\nstopping ...", flush=True)
+        return 0
+    finally:
+        stack.stop()
+
+
+def wait_running(base: str, tokens: dict[str, str], job_ids: list[tuple[str, str, str]], stack: Stack) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        stack.check_alive()
+        states = [http_json("GET", f"{base}/api/v1/jobs/{jid}", tokens[t])["status"] for t, jid, _ in job_ids]
+        if "failed" in states:
+            raise RuntimeError(f"a demo job failed: {states}")
+        if sum(s in ("running", "succeeded") for s in states) >= 2:
+            return
+        time.sleep(1)
+    raise RuntimeError(f"jobs did not start: {states}")
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    sys.exit(main())
