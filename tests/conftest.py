@@ -1,1 +1,8 @@
-"""Shared test helpers. Engine tests run without Django, so nothing here may import it."""
+"""Shared test set-up. Engine tests also run in an environment without Django, so the
+control-plane fixtures are loaded only where Django is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+
+pytest_plugins = ["tests.django_fixtures"] if importlib.util.find_spec("django") else []

@@ -11,7 +11,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tenants.models import ApiToken
-from tests.web.conftest import small_spec
+from tests.django_fixtures import small_spec
 from webapp.jobs.models import Job
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.testing.websocket import WebsocketCommunicator
 from rest_framework.test import APIClient
 
-from tests.web.conftest import small_spec
+from tests.django_fixtures import small_spec
 from webapp.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

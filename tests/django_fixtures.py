@@ -1,6 +1,7 @@
-"""Fixtures for control-plane tests: real Postgres (pytest-django's test database), real Redis
-(a broker and a channel layer in their own database numbers), a real Celery worker and beat
-in threads of this process, and the in-process engine."""
+"""Control-plane fixtures, loaded by ``tests/conftest.py`` where Django is installed: the real
+Postgres (pytest-django's test database), the real Redis (a broker and a channel layer in
+their own database numbers), a real Celery worker and beat in threads of this process, and
+the in-process engine."""
 
 from __future__ import annotations
 
