@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from urllib.parse import urlparse
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 RAY_PORT = 6390  # never Ray's default 6379: that is Redis's port
-RAY_TEMP = "/tmp/jigsaw-ray"
+RAY_TEMP = "/tmp/jigsaw-demo-ray"
 
 DEMO_JOBS = [
     ("acme", "math-grpo", {"trainer": {"total_steps": 30}}),
@@ -89,8 +90,6 @@ class Stack:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-        if self.env.get("ENGINE_BACKEND") == "ray":
-            subprocess.run([str(VENV_BIN / "ray"), "stop", "--force"], env=self.env, capture_output=True)
 
 
 def http_json(method: str, url: str, token: str, body: dict | None = None) -> dict:
@@ -102,6 +101,15 @@ def http_json(method: str, url: str, token: str, body: dict | None = None) -> di
         req.add_header("Idempotency-Key", str(uuid.uuid4()))
     with urllib.request.urlopen(req, timeout=30) as resp:
         return json.loads(resp.read())
+
+
+def wait_port(port: int, stack: Stack, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not reachable(f"tcp://127.0.0.1:{port}", port):
+        stack.check_alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"nothing listens on port {port} after {timeout_s}s")
+        time.sleep(0.5)
 
 
 def wait_healthy(base: str, stack: Stack, timeout_s: float = 120) -> None:
@@ -124,6 +132,7 @@ def wait_healthy(base: str, stack: Stack, timeout_s: float = 120) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--ray-port", type=int, default=RAY_PORT, help="Ray's GCS port (never 6379: Redis)")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     started = time.monotonic()
@@ -138,8 +147,13 @@ def main() -> int:
     else:
         ensure_database(database_url)
         env.update(
-            DATABASE_URL=database_url, REDIS_URL=redis_url, ENGINE_BACKEND="ray", RAY_ADDRESS=f"127.0.0.1:{RAY_PORT}"
+            DATABASE_URL=database_url,
+            REDIS_URL=redis_url,
+            ENGINE_BACKEND="ray",
+            RAY_ADDRESS=f"127.0.0.1:{args.ray_port}",
         )
+        # Ray's token auth: the head and every process that joins it share one secret.
+        env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
 
     stack = Stack(env)
     base = f"http://127.0.0.1:{args.port}"
@@ -148,12 +162,16 @@ def main() -> int:
         stack.run(py, "manage.py", "migrate", "--noinput")
         creds = json.loads(stack.run(py, "manage.py", "seed_demo", "--json"))
         if not standalone:
-            subprocess.run([str(VENV_BIN / "ray"), "stop", "--force"], env=env, capture_output=True)
-            stack.run(
-                str(VENV_BIN / "ray"), "start", "--head", f"--port={RAY_PORT}", "--num-cpus=2",
-                "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={RAY_TEMP}",
-                "--object-store-memory=268435456",
+            if reachable(f"tcp://127.0.0.1:{args.ray_port}", args.ray_port):
+                raise RuntimeError(f"port {args.ray_port} is taken (an earlier Ray head?); stop it and retry")
+            # --block keeps the head in this demo's process group, so stopping the demo stops
+            # exactly this Ray cluster (never `ray stop`, which ends every Ray on the machine).
+            stack.start(
+                "ray-head", str(VENV_BIN / "ray"), "start", "--head", "--block", f"--port={args.ray_port}",
+                "--num-cpus=2", "--node-ip-address=127.0.0.1", "--include-dashboard=false",
+                "--disable-usage-stats", f"--temp-dir={RAY_TEMP}", "--object-store-memory=268435456",
             )  # fmt: skip
+            wait_port(args.ray_port, stack)
             celery = str(VENV_BIN / "celery")
             stack.start("worker", celery, "-A", "webapp.celery_app", "worker", "--loglevel=INFO", "--concurrency=2")
             stack.start("beat", celery, "-A", "webapp.celery_app", "beat", "--loglevel=INFO",
@@ -175,7 +193,7 @@ def main() -> int:
         mode = (
             "STANDALONE (SQLite, in-process tasks and channel layer; no PostgreSQL/Redis found)"
             if standalone
-            else (f"full: PostgreSQL, Redis, Celery worker + beat, Ray head on 127.0.0.1:{RAY_PORT}")
+            else (f"full: PostgreSQL, Redis, Celery worker + beat, Ray head on 127.0.0.1:{args.ray_port}")
         )
         print("=" * 78)
         print(f"JigsawRL demo is up in {time.monotonic() - started:.0f} s  [{mode}]")

@@ -72,4 +72,6 @@ def test_check_deploy_is_clean_in_production() -> None:
 @pytest.mark.skipif(shutil.which("docker") is None, reason="the docker client is not installed")
 def test_compose_file_parses() -> None:
     r = subprocess.run(["bash", "docker/check.sh"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    if r.returncode == 77:
+        pytest.skip("docker client without the compose plugin: " + r.stdout.strip()[-200:])
     assert r.returncode == 0, r.stdout + r.stderr
