@@ -134,6 +134,7 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--ray-port", type=int, default=RAY_PORT, help="Ray's GCS port (never 6379: Redis)")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--standalone", action="store_true", help="force standalone mode even if services are up")
     args = parser.parse_args()
     started = time.monotonic()
 
@@ -141,7 +142,7 @@ def main() -> int:
     env.setdefault("JIGSAW_ENV", "development")
     database_url = env.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jigsawrl")
     redis_url = env.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-    standalone = not (reachable(database_url, 5432) and reachable(redis_url, 6379))
+    standalone = args.standalone or not (reachable(database_url, 5432) and reachable(redis_url, 6379))
     if standalone:
         env.update(JIGSAW_STANDALONE="1", ENGINE_BACKEND="local")
     else:
@@ -190,10 +191,11 @@ def main() -> int:
             )
             job_ids.append((tenant, job["id"], job["name"]))
 
+        why = "--standalone" if args.standalone else "PostgreSQL or Redis not reachable"
         mode = (
-            "STANDALONE (SQLite, in-process tasks and channel layer; no PostgreSQL/Redis found)"
+            f"STANDALONE: SQLite, in-process tasks and channel layer ({why})"
             if standalone
-            else (f"full: PostgreSQL, Redis, Celery worker + beat, Ray head on 127.0.0.1:{args.ray_port}")
+            else f"full: PostgreSQL, Redis, Celery worker + beat, Ray head on 127.0.0.1:{args.ray_port}"
         )
         print("=" * 78)
         print(f"JigsawRL demo is up in {time.monotonic() - started:.0f} s  [{mode}]")

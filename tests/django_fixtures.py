@@ -43,6 +43,20 @@ def isolated_redis() -> Iterator[None]:
     yield
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """Before the test database is dropped, end sessions that server and worker threads left
+    open on it (Django closes connections per thread; those threads are gone)."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
 @pytest.fixture()
 def engine_speed() -> Iterator[Any]:
     """Set the simulated engine's speed for one test (a fresh in-process engine)."""

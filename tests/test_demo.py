@@ -37,3 +37,13 @@ def test_demo_starts_submits_and_runs_jobs() -> None:
     assert len(re.findall(r"submitted : \[(acme|globex)\]", out)) == 4
     assert re.search(r"API token : acme: jrl_\w+_", out)
     assert "smoke: all jobs reached running" in out
+
+
+def test_demo_standalone_mode_needs_no_services() -> None:
+    pytest.importorskip("django")
+    cmd = [sys.executable, "scripts/demo.py", "--smoke", "--standalone", "--port", str(free_port())]
+    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-3000:]
+    assert "STANDALONE: SQLite, in-process tasks and channel layer (--standalone)" in out
+    assert "smoke: all jobs reached running" in out
