@@ -23,8 +23,12 @@ class DeviceProfile:
     c_seq_s: float
     """Per-running-sequence cost of one decode iteration (sampling, bookkeeping)."""
     eta_weights: float
+    """Fraction of HBM bandwidth reached when streaming weights (dimensionless); fitted to Vidur's
+    small-token linear-layer profiles where available."""
     eta_kv: float
     eta_compute: float
+    """Fraction of bf16 peak reached by large dense GEMMs (dimensionless); fitted to Vidur's
+    linear-layer profiles at 2k-32k tokens where available."""
     eta_prefill: float
     mfu_forward: float
     mfu_train: float
@@ -33,6 +37,11 @@ class DeviceProfile:
     pcie_bytes_per_s: float
     sync_alpha_s: float
     sync_bytes_per_s: float
+    linear_op_overhead_s: float = 0.0
+    """Fixed time of one linear-layer kernel (launch, tail, epilogue), seconds. Seen as the
+    intercept of time against weight bytes in Vidur's 1-16-token profiles; it is why small
+    matrices reach a lower fraction of HBM bandwidth than large ones. Defaults to 0 (a pure
+    roofline) for a profile not yet fitted to measurements."""
 
 
 @cache
