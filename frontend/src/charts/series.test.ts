@@ -3,6 +3,7 @@ import type { JobEvent, Point } from '../api/types';
 import {
   applyMetricEvents,
   chartTestId,
+  metricUnit,
   mergePoints,
   mergeSeriesMaps,
   normalizeSeries,
@@ -116,5 +117,15 @@ describe('chart naming', () => {
     expect(
       orderMetricNames(['zeta', 'perf/gpu_util', 'alpha', 'timing_s/step', 'critic/score/mean']),
     ).toEqual(['critic/score/mean', 'timing_s/step', 'perf/gpu_util', 'alpha', 'zeta']);
+  });
+});
+
+describe('metricUnit', () => {
+  it('labels verl metrics with their real units', () => {
+    expect(metricUnit('perf/throughput')).toBe('tokens/s per GPU');
+    expect(metricUnit('response_length/clip_ratio')).toBe('fraction');
+    expect(metricUnit('response_length/mean')).toBe('tokens');
+    expect(metricUnit('timing_s/gen')).toBe('s');
+    expect(metricUnit('perf/mfu')).toBe('');
   });
 });

@@ -108,8 +108,11 @@ export function chartTestId(metricName: string): string {
 
 /** Unit shown next to a metric's name, where the name implies one. */
 export function metricUnit(metricName: string): string {
-  if (metricName === 'perf/throughput') return 'tokens/s';
+  // verl's perf/throughput is trained tokens per second per GPU.
+  if (metricName === 'perf/throughput') return 'tokens/s per GPU';
+  if (metricName === 'perf/total_num_tokens') return 'tokens';
   if (metricName.startsWith('timing_s/')) return 's';
+  if (metricName === 'response_length/clip_ratio') return 'fraction';
   if (metricName.startsWith('response_length/')) return 'tokens';
   return '';
 }
