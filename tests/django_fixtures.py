@@ -110,17 +110,3 @@ def _make_actor(slug: str, scopes: tuple[str, ...] = ("jobs:read", "jobs:write")
 @pytest.fixture()
 def make_actor() -> Any:
     return _make_actor
-
-
-def small_spec(**overrides: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "name": "slice",
-        "model": "qwen3-0.6b",
-        "workload": "gsm8k",
-        "data": {"train_batch_size": 16},
-        "rollout": {"n": 4, "max_response_length": 512},
-        "resources": {"num_gpus": 2},
-        "trainer": {"total_steps": 3},
-    }
-    spec.update(overrides)
-    return spec

@@ -132,6 +132,11 @@ class Controller:
         return self._now_s
 
     # -- reads -------------------------------------------------------------------------
+    @property
+    def now_s(self) -> float:
+        """The controller's clock: the time of the last event it processed (or was told)."""
+        return self._now_s
+
     def state_of(self, pipeline_id: str) -> PipelineState:
         return self._pipelines[pipeline_id].state
 

@@ -94,18 +94,21 @@ def test_event_cursor_reads_each_event_once() -> None:
 
 
 def test_local_engine_paces_against_wall_clock() -> None:
-    # At 1000 simulated seconds per wall second a 3-step job (about 20 s of startup plus
-    # three steps of several seconds each) ends well within a few wall seconds, and not instantly.
+    # At 1000 simulated seconds per wall second, a job whose last event is at simulated time T
+    # cannot finish in less than T / 1000 wall seconds (pacing), and must finish at all.
     engine = LocalEngine(make_cluster(8), speed=1000.0)
     try:
+        started = time.monotonic()
         engine.submit("p", make_spec())
         engine.submit("p", make_spec())  # idempotent
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            events = engine.events_since(0).events
-            if any(e.data.get("status") == "succeeded" for e in events):
-                break
-            time.sleep(0.02)
+        deadline = started + 20
+        done = None
+        while time.monotonic() < deadline and done is None:
+            done = next((e for e in engine.events_since(0).events if e.data.get("status") == "succeeded"), None)
+            time.sleep(0.005)
+        assert done is not None, "the job never finished"
+        elapsed_s = time.monotonic() - started
+        assert elapsed_s >= done.sim_time_s / 1000.0 * 0.95, (elapsed_s, done.sim_time_s)
         kinds = [e.data.get("status") for e in engine.events_since(0).events if e.kind is EventKind.STATUS]
         assert kinds == ["queued", "starting", "running", "succeeded"]
         assert engine.describe()["pipelines"] == {"succeeded": 1}

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from jigsaw_engine.api import EngineConfig, connect_ray_engine
 from jigsaw_engine.contracts import EngineHost, EventKind
-from tests.django_fixtures import small_spec
+from tests.engine.builders import make_spec
 from webapp import engine_gateway
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -43,7 +43,7 @@ def test_named_actor_is_shared_and_runs_pipelines(ray_engine: EngineHost) -> Non
     )
     assert second.engine_id == ray_engine.engine_id  # one controller for the whole cluster
 
-    ray_engine.submit("p1", small_spec())
+    ray_engine.submit("p1", make_spec())
     events = wait_for_status(second, "p1", "succeeded")
     statuses = [e.data["status"] for e in events if e.kind is EventKind.STATUS]
     assert statuses == ["queued", "starting", "running", "succeeded"]
@@ -52,7 +52,7 @@ def test_named_actor_is_shared_and_runs_pipelines(ray_engine: EngineHost) -> Non
 
 def test_invalid_spec_is_refused_through_ray(ray_engine: EngineHost) -> None:
     with pytest.raises(Exception, match=r"rollout\.n: must be >= 1, got 0"):
-        ray_engine.submit("bad", small_spec(rollout={"n": 0}))
+        ray_engine.submit("bad", make_spec(rollout={"n": 0}))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -65,7 +65,7 @@ def test_job_runs_on_the_ray_engine_end_to_end(ray_cluster, celery_worker_thread
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {owner.token}")
         job_id = client.post(
-            "/api/v1/jobs", {"spec": small_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
+            "/api/v1/jobs", {"spec": make_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
         ).json()["id"]
         deadline = time.monotonic() + 60
         job = {}

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 from channels.testing.websocket import WebsocketCommunicator
 from rest_framework.test import APIClient
 
-from tests.django_fixtures import small_spec
+from tests.engine.builders import make_spec
 from webapp.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -50,7 +50,7 @@ async def test_job_streams_status_and_metrics_to_its_tenant_only(
     other = await sync_to_async(make_actor)("globex")
 
     response = await sync_to_async(api(owner.token).post)(
-        "/api/v1/jobs", {"name": "slice", "spec": small_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
+        "/api/v1/jobs", {"name": "slice", "spec": make_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
     )
     assert response.status_code == 201, response.content
     job_id = response.json()["id"]
@@ -98,7 +98,7 @@ async def test_reconnect_with_last_seq_resumes_without_gaps(celery_worker_thread
     engine_speed(float("inf"))
     owner = await sync_to_async(make_actor)("initech")
     response = await sync_to_async(api(owner.token).post)(
-        "/api/v1/jobs", {"spec": small_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
+        "/api/v1/jobs", {"spec": make_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
     )
     job_id = response.json()["id"]
     headers = [(b"authorization", f"Bearer {owner.token}".encode())]

@@ -4,14 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from tenants.models import Tenant
 from webapp.jobs.models import Job, JobEvent, JobMetrics, JobStatus
 
 
 def jobs_for_tenant(*, tenant: Tenant) -> QuerySet[Job]:
-    return Job.objects.filter(tenant=tenant).select_related("tenant")
+    """The tenant's jobs, each annotated with ``queued_ahead`` (queued jobs, of any tenant,
+    submitted before it) so a list shows queue positions without a query per row."""
+    ahead = (
+        Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=OuterRef("created_at"))
+        .order_by()
+        .values("status")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return (
+        Job.objects.filter(tenant=tenant)
+        .select_related("tenant")
+        .annotate(queued_ahead=Coalesce(Subquery(ahead, output_field=IntegerField()), 0))
+    )
 
 
 def job_get_for_tenant(*, tenant: Tenant, job_id: Any) -> Job | None:
@@ -23,8 +37,10 @@ def job_get_for_tenant(*, tenant: Tenant, job_id: Any) -> Job | None:
 
 def queue_position(*, job: Job) -> int:
     """1-based place among all queued jobs on the cluster, oldest first (stable as jobs ahead leave)."""
-    ahead = Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=job.created_at).count()
-    return ahead + 1
+    ahead = getattr(job, "queued_ahead", None)
+    if ahead is None:
+        ahead = Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=job.created_at).count()
+    return int(ahead) + 1
 
 
 def job_events_after(*, job: Job, after: int, limit: int = 1000) -> QuerySet[JobEvent]:
