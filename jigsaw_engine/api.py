@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from jigsaw_engine.contracts import EngineHost
-from jigsaw_engine.control.controller import check_fits_cluster
 from jigsaw_engine.control.local_engine import LocalEngine
 from jigsaw_engine.errors import FieldError, JigsawError, SpecError
-from jigsaw_engine.spec.cluster import ClusterSpec, parse_cluster_spec
+from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster, parse_cluster_spec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.presets import PRESETS
 

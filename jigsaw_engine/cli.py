@@ -1,11 +1,11 @@
 """``jigsaw``: validate specs and simulate workloads from the command line.
 
     jigsaw validate job.yaml
-    jigsaw simulate --workload mix.yaml [--steps 20] [--seed 0] [--json out.json]
+    jigsaw simulate --mix M0 --policies verl,verl-dedicated,verl-serial --json out.json
+    jigsaw simulate --workload mix.yaml --steps 20 --seed 0
 
-The simulation runs the production controller on a virtual clock (deterministic: the same
-inputs give byte-identical JSON). Placement policy available now: ``dedicated`` (each
-pipeline on its own devices, first come first served).
+The simulation runs the production controller and schedulers on a virtual clock; with
+``--deterministic`` (no wall-clock decision latencies) the same inputs give byte-identical JSON.
 """
 
 from __future__ import annotations
@@ -18,67 +18,30 @@ from typing import Any
 
 import yaml
 
-from jigsaw_engine.contracts import EventKind
-from jigsaw_engine.control.controller import Controller
-from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.bench.simulate import AVAILABLE, simulate_workload
 from jigsaw_engine.errors import SpecError
+from jigsaw_engine.spec.mixes import MIXES, build_mix
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
-from jigsaw_engine.spec.workload_file import WorkloadFile, load_workload_file
-
-POLICIES = ("dedicated",)
-
-
-def simulate(workload: WorkloadFile, *, steps: int | None, seed: int) -> dict[str, Any]:
-    """Run every pipeline of ``workload`` to completion; per-pipeline and aggregate figures."""
-    controller = Controller(workload.cluster, RooflineCostModel(load_device_profile(workload.cluster.device_type)))
-    names: dict[str, str] = {}
-    for i, spec in enumerate(workload.pipelines):
-        spec = dict(spec)
-        spec["seed"] = seed * 1000 + i
-        if steps is not None:
-            spec["trainer"] = {**spec.get("trainer", {}), "total_steps": steps}
-        pid = f"p{i}"
-        names[pid] = str(spec.get("name", pid))
-        controller.submit(pid, spec, now_s=0.0)
-    makespan_s = controller.run_until_idle()
-    per: dict[str, dict[str, Any]] = {pid: {"steps": [], "tokens": 0.0, "start_s": None, "end_s": 0.0} for pid in names}
-    for e in controller.events.since(0, 10**9):
-        p = per[e.pipeline_id]
-        if e.kind is EventKind.METRICS:
-            p["steps"].append(e.data["metrics"]["timing_s/step"])
-            p["tokens"] += e.data["metrics"]["perf/total_num_tokens"]
-        elif e.data.get("status") == "running":
-            p["start_s"] = e.sim_time_s
-        elif e.data.get("status") == "succeeded":
-            p["end_s"] = e.sim_time_s
-    pipelines = {
-        names[pid]: {
-            "step_latency_s": sum(p["steps"]) / len(p["steps"]),
-            "tokens_per_s": p["tokens"] / (p["end_s"] - p["start_s"]),
-            "completion_s": p["end_s"],
-        }
-        for pid, p in per.items()
-    }
-    total_tokens = sum(p["tokens"] for p in per.values())
-    return {
-        "cluster": {"num_devices": workload.cluster.num_devices, "device_type": workload.cluster.device_type},
-        "policies": {
-            "dedicated": {
-                "throughput_tokens_per_s": total_tokens / makespan_s,
-                "makespan_s": makespan_s,
-                "pipelines": pipelines,
-            }
-        },
-    }
+from jigsaw_engine.spec.workload_file import load_workload_file
 
 
 def _print_table(result: dict[str, Any]) -> None:
-    for policy, r in result["policies"].items():
-        print(f"policy {policy}: {r['throughput_tokens_per_s']:.0f} trained tokens/s, makespan {r['makespan_s']:.0f} s")
-        print(f"  {'pipeline':28s} {'step s':>9s} {'tokens/s':>10s} {'done at s':>10s}")
-        for name, p in r["pipelines"].items():
-            print(f"  {name:28s} {p['step_latency_s']:9.1f} {p['tokens_per_s']:10.0f} {p['completion_s']:10.0f}")
+    cluster = result["cluster"]
+    bound_s = result["lower_bound"]["practical_s"]
+    print(f"cluster: {cluster['num_devices']} x {cluster['device_type']}; practical lower bound {bound_s:.0f} s")
+    print(f"{'policy':16s} {'tokens/s':>10s} {'MFU':>6s} {'makespan s':>11s} {'LB ratio':>9s} {'idle':>6s}")
+    for name, r in result["policies"].items():
+        chosen = f"  (= {r['chosen']})" if "chosen" in r else ""
+        idle = r["gpu_time_breakdown"].get("idle", 0.0)
+        figures = (
+            f"{r['throughput_tokens_per_s']:10.0f} {r['effective_mfu']:6.1%} {r['makespan_s']:11.0f} "
+            f"{r['lower_bound_ratio']:9.2f} {idle:6.1%}"
+        )
+        print(f"{name:16s} {figures}{chosen}")
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,27 +49,37 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="check a pipeline spec (YAML or JSON) and list every problem")
     v.add_argument("spec", type=Path)
-    s = sub.add_parser("simulate", help="simulate a workload file on a virtual clock")
-    s.add_argument("--workload", type=Path, required=True, help="YAML/JSON with cluster and pipelines")
-    s.add_argument("--policies", default="dedicated", help=f"comma separated; available: {', '.join(POLICIES)}")
+    s = sub.add_parser("simulate", help="simulate a workload on a virtual clock under several policies")
+    source = s.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workload", type=Path, help="YAML/JSON file with a cluster and pipelines")
+    source.add_argument("--mix", choices=sorted(MIXES), help="a built-in mix of BENCHMARKS.md")
+    s.add_argument("--variant", default=None, help="a mix's variant (e.g. M0: 16xa100; M5: areal)")
+    s.add_argument("--policies", default="verl", help=f"comma separated; available: {', '.join(AVAILABLE)}")
     s.add_argument("--steps", type=int, default=None, help="override every pipeline's trainer.total_steps")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", type=Path, default=None, help="write the results here")
+    s.add_argument("--deterministic", action="store_true", help="leave out wall-clock decision latencies")
     args = parser.parse_args(argv)
     try:
         if args.command == "validate":
-            raw = yaml.safe_load(args.spec.read_text())
-            parse_pipeline_spec(raw)
+            parse_pipeline_spec(yaml.safe_load(args.spec.read_text()))
             print(f"{args.spec}: ok")
             return 0
-        unknown = [p for p in args.policies.split(",") if p not in POLICIES]
-        if unknown:
-            print(f"--policies: unknown {', '.join(unknown)}; available now: {', '.join(POLICIES)}", file=sys.stderr)
+        policies = [p for p in args.policies.split(",") if p]
+        unknown = [p for p in policies if p not in AVAILABLE]
+        if unknown or not policies:
+            print(
+                f"--policies: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(AVAILABLE)}",
+                file=sys.stderr,
+            )
             return 2
         if args.steps is not None and args.steps < 1:
             print(f"--steps: must be >= 1, got {args.steps}", file=sys.stderr)
             return 2
-        result = simulate(load_workload_file(args.workload), steps=args.steps, seed=args.seed)
+        workload = build_mix(args.mix, variant=args.variant) if args.mix else load_workload_file(args.workload)
+        result = simulate_workload(
+            workload, policies, steps=args.steps, seed=args.seed, timing=not args.deterministic, progress=_progress
+        )
     except SpecError as exc:
         for error in exc.errors:
             print(f"{error.field}: {error.message}", file=sys.stderr)

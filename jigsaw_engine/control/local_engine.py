@@ -1,4 +1,4 @@
-"""``LocalEngine``: the Controller in a background thread, its clock paced against wall time.
+"""``LocalEngine``: the cluster controller in a background thread, its clock paced against wall time.
 
 ``speed`` is simulated seconds per wall second: 1.0 runs in real time, larger values
 fast-forward (demos, tests), ``math.inf`` jumps straight from event to event.
@@ -15,12 +15,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from jigsaw_engine.contracts import EventBatch
-from jigsaw_engine.control.controller import Controller
+from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.spec.cluster import ClusterSpec
 
 logger = logging.getLogger(__name__)
+
+STARTUP_S = 20.0
+"""Simulated time from placement to the first rollout: loading weights, starting workers."""
 
 
 class LocalEngine:
@@ -31,7 +35,11 @@ class LocalEngine:
             raise ValueError(f"speed must be > 0, got {speed}")
         self._engine_id = uuid.uuid4().hex
         self._speed = speed
-        self._controller = Controller(cluster, RooflineCostModel(load_device_profile(cluster.device_type)))
+        self._controller = ClusterController(
+            cluster,
+            RooflineCostModel(load_device_profile(cluster.device_type)),
+            graph_config=GraphConfig(startup_s=STARTUP_S),
+        )
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -47,14 +55,16 @@ class LocalEngine:
         with self._lock:
             if self._controller.knows(pipeline_id):
                 return  # idempotent: a retried dispatch must not start the pipeline twice
-            self._controller.submit(pipeline_id, spec, self._now_s())
+            self._advance()
+            self._controller.submit(pipeline_id, spec)
         self._wake.set()
 
     def cancel(self, pipeline_id: str) -> bool:
         with self._lock:
             if not self._controller.knows(pipeline_id):
                 return False
-            cancelled = self._controller.cancel(pipeline_id, self._now_s())
+            self._advance()
+            cancelled = self._controller.cancel(pipeline_id)
         self._wake.set()
         return cancelled
 
@@ -82,17 +92,20 @@ class LocalEngine:
             return self._controller.now_s
         return (time.monotonic() - self._wall_origin) * self._speed
 
+    def _advance(self) -> None:
+        """Bring the controller up to now (with infinite speed: through every pending event)."""
+        if math.isinf(self._speed):
+            self._controller.run_until_idle()
+        else:
+            self._controller.advance_to(self._now_s())
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 with self._lock:
-                    if math.isinf(self._speed):
-                        self._controller.run_until_idle()
-                        wait_s = 1.0
-                    else:
-                        self._controller.advance_to(self._now_s())
-                        nxt = self._controller.next_event_time()
-                        wait_s = 1.0 if nxt is None else (nxt - self._now_s()) / self._speed
+                    self._advance()
+                    nxt = self._controller.next_event_time()
+                    wait_s = 1.0 if nxt is None or math.isinf(self._speed) else (nxt - self._now_s()) / self._speed
             except Exception:  # the engine thread must outlive one bad pipeline
                 logger.exception("engine loop failed; continuing")
                 wait_s = 1.0

@@ -26,6 +26,26 @@ class _Seq:
     reserved: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class DecodeBuckets:
+    """Decode iterations are classed by the tokens they process (one per running sequence):
+    dense iterations are compute-heavy, tail iterations are memory-bound and leave the
+    device mostly idle, which is what co-location and migration exploit."""
+
+    dense_min_tokens: int = 1024
+    """An iteration with at least this many tokens is ``dense``."""
+    tail_max_tokens: int = 128
+    """An iteration with fewer tokens than this is ``tail``; in between is ``medium``."""
+
+    def bucket_of(self, tokens: int) -> str:
+        if tokens >= self.dense_min_tokens:
+            return "dense"
+        return "tail" if tokens < self.tail_max_tokens else "medium"
+
+
+BUCKET_NAMES = ("dense", "medium", "tail")
+
+
 @dataclass(slots=True)
 class WorkerRollout:
     """What one rollout worker did in one step."""
@@ -35,8 +55,13 @@ class WorkerRollout:
     prefill_s: float = 0.0
     iterations: int = 0
     tokens_generated: int = 0
-    tail_s: float = 0.0
-    """Time spent with fewer running sequences than ``tail_batch`` (the long tail)."""
+    bucket_s: dict[str, float] = field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0.0))
+    """Decode time by :class:`DecodeBuckets` class."""
+    bucket_tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKET_NAMES, 0))
+    tool_wait_s: float = 0.0
+    """Time with nothing to decode because every live sequence waits on a tool call."""
+    peak_context_tokens: int = 0
+    """Most KV-cache tokens resident at once: the worker's memory high-water mark."""
     batch_trace: list[tuple[float, int]] = field(default_factory=list)
     """(time_s, running sequences) at every batch change: what the controller observes."""
 
@@ -47,7 +72,7 @@ def simulate_worker(
     plans: list[SequencePlan],
     *,
     tp: int = 1,
-    tail_batch: int = 8,
+    buckets: DecodeBuckets = DecodeBuckets(),
 ) -> WorkerRollout:
     out = WorkerRollout()
     capacity = cost.kv_capacity_tokens(model, tp=tp)
@@ -84,6 +109,7 @@ def simulate_worker(
 
         if not running:
             wake_s, _, s = heapq.heappop(waiting)
+            out.tool_wait_s += max(0.0, wake_s - t)
             t = max(t, wake_s)
             context += _rejoin(s, running)
             dt = cost.prefill_s(model, tokens=s.plan.tool_output_tokens, tp=tp)
@@ -102,9 +128,11 @@ def simulate_worker(
         out.decode_s += dt
         out.iterations += k
         out.tokens_generated += k * batch
-        if batch < tail_batch:
-            out.tail_s += dt
+        bucket = buckets.bucket_of(batch)
+        out.bucket_s[bucket] += dt
+        out.bucket_tokens[bucket] += k * batch
         context += k * batch
+        out.peak_context_tokens = max(out.peak_context_tokens, context)
 
         still: list[_Seq] = []
         for s in running:

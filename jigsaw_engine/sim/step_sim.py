@@ -1,17 +1,19 @@
 """One RL step of one pipeline on its own devices (verl-style: rollout, then train).
 
-This is the stage-level execution every policy starts from; the sub-stage graph and the
-multiplexing scheduler refine it. It returns the sub-stage durations and verl-named metrics.
+The step's sub-stage graph executed stage by stage: every rollout worker runs its chain, the
+slowest one ends the generation stage, then reward, log-probs, update and weight sync follow
+in order. It returns the stage durations and verl-named metrics.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jigsaw_engine.cost.cost_model import STAGE_OVERHEAD_S, RooflineCostModel
-from jigsaw_engine.sim.decode_sim import simulate_worker
-from jigsaw_engine.sim.lengths import SequencePlan, sample_step
-from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec
+from jigsaw_engine.cost.cost_model import RooflineCostModel
+from jigsaw_engine.graph.builder import build_step_graph
+from jigsaw_engine.graph.substage import SubStageKind
+from jigsaw_engine.sim.lengths import sample_step
+from jigsaw_engine.spec.pipeline import PipelineSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,50 +57,42 @@ class StepResult:
         }
 
 
-REWARD_S_PER_SEQUENCE = 0.002
-"""Rule-based graders run on CPU workers in parallel: about 2 ms per sequence of wall time."""
-
-
 def simulate_step(cost: RooflineCostModel, spec: PipelineSpec, step: int) -> StepResult:
+    """The step's sub-stage graph executed stage by stage on the pipeline's own devices."""
     plans = sample_step(spec, step)
-    dp = spec.resources.dp
-    tp = spec.resources.tp
-    # Round-robin by group, as verl's dispatch does: each worker gets whole prompts' groups.
-    per_worker: list[list[SequencePlan]] = [[] for _ in range(dp)]
-    n = spec.rollout.n
-    for g in range(spec.train_batch_size):
-        per_worker[g % dp].extend(plans[g * n : (g + 1) * n])
-    workers = [simulate_worker(cost, spec.model, ws, tp=tp) for ws in per_worker if ws]
-    gen_s = max(w.duration_s for w in workers) + STAGE_OVERHEAD_S
-    tail_s = max(w.tail_s for w in workers)
+    graph = build_step_graph(cost, spec, plans, pipeline_id=spec.name, step=step)
 
-    tokens = sum(p.total_tokens for p in plans)
-    gpus = spec.resources.num_gpus
-    reward_s = REWARD_S_PER_SEQUENCE * len(plans) + STAGE_OVERHEAD_S
-    old_s = cost.logprob_forward_s(spec.model, tokens=tokens, num_gpus=gpus) + STAGE_OVERHEAD_S
-    uses_reference = spec.algorithm in (Algorithm.GRPO, Algorithm.PPO)
-    ref_s = old_s if uses_reference else 0.0
-    update_s = cost.train_s(spec.model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs)
-    if spec.algorithm is Algorithm.PPO:
-        # The critic (same size as the actor here) adds a values forward and its own update.
-        update_s += old_s + cost.train_s(spec.model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs)
-    update_s += STAGE_OVERHEAD_S
-    sync_s = cost.weight_sync_s(spec.model)
-    duration = gen_s + reward_s + old_s + ref_s + update_s + sync_s
+    def total(kind: SubStageKind) -> float:
+        return sum(n.duration_s for n in graph.of_kind(kind))
+
+    per_worker: dict[int, float] = {}
+    tails: dict[int, float] = {}
+    for n in graph.nodes:
+        if n.worker is not None:
+            per_worker[n.worker] = per_worker.get(n.worker, 0.0) + n.duration_s
+            if n.bucket == "tail":
+                tails[n.worker] = n.duration_s
+    gen_s = max(per_worker.values())
+    reward_s, old_s, ref_s = (
+        total(SubStageKind.REWARD),
+        total(SubStageKind.OLD_LOGPROB),
+        total(SubStageKind.REF_LOGPROB),
+    )
+    update_s, sync_s = total(SubStageKind.TRAIN), total(SubStageKind.WEIGHT_SYNC)
     return StepResult(
         step=step,
-        duration_s=duration,
+        duration_s=gen_s + reward_s + old_s + ref_s + update_s + sync_s,
         gen_s=gen_s,
         reward_s=reward_s,
         old_logprob_s=old_s,
         ref_logprob_s=ref_s,
         update_s=update_s,
         sync_s=sync_s,
-        tail_s=tail_s,
-        trained_tokens=tokens,
+        tail_s=max(tails.values(), default=0.0),
+        trained_tokens=sum(p.total_tokens for p in plans),
         response_tokens=[p.response_tokens for p in plans],
         response_cap=spec.rollout.max_response_length,
-        num_gpus=gpus,
+        num_gpus=spec.resources.num_gpus,
         model_params=spec.model.num_params,
         peak_flops=cost.device.peak_flops_bf16,
     )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jigsaw_engine.errors import FieldError, SpecError
+from jigsaw_engine.spec.pipeline import PipelineSpec
 from jigsaw_engine.spec.reader import SpecReader
 
 DEVICE_TYPES = ("h100", "a100", "h200", "cpu")
@@ -36,3 +37,14 @@ def parse_cluster_spec(data: Mapping[str, Any] | Any, *, path: str = "cluster") 
     if errors:
         raise SpecError(errors)
     return spec
+
+
+def check_fits_cluster(spec: PipelineSpec, cluster: ClusterSpec) -> list[FieldError]:
+    if spec.resources.num_gpus > cluster.num_devices:
+        return [
+            FieldError(
+                "resources.num_gpus",
+                f"must be <= {cluster.num_devices} (the cluster's devices), got {spec.resources.num_gpus}",
+            )
+        ]
+    return []

@@ -18,9 +18,8 @@ from typing import Any
 
 import yaml
 
-from jigsaw_engine.control.controller import check_fits_cluster
 from jigsaw_engine.errors import FieldError, SpecError
-from jigsaw_engine.spec.cluster import ClusterSpec, parse_cluster_spec
+from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster, parse_cluster_spec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.reader import join_path
 

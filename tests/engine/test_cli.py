@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,20 @@ def test_simulate_json_is_byte_identical_for_the_same_seed(tmp_path: Path, capsy
         seed = "1" if name == "c" else "0"
         assert (
             main(
-                ["simulate", "--workload", str(EXAMPLE), "--steps", "3", "--seed", seed, "--json", str(tmp_path / name)]
+                [
+                    "simulate",
+                    "--workload",
+                    str(EXAMPLE),
+                    "--steps",
+                    "3",
+                    "--seed",
+                    seed,
+                    "--deterministic",
+                    "--policies",
+                    "verl,verl-dedicated",
+                    "--json",
+                    str(tmp_path / name),
+                ]
             )
             == 0
         )
@@ -42,7 +56,10 @@ def test_simulate_json_is_byte_identical_for_the_same_seed(tmp_path: Path, capsy
     assert outs[0] == outs[1]
     assert outs[0] != outs[2]  # another seed draws other lengths
     table = capsys.readouterr().out
-    assert "policy dedicated:" in table and "search-llama-8b" in table
+    assert "verl-dedicated" in table and "(= verl-" in table
+    report = json.loads(outs[0])
+    assert set(report["policies"]) == {"verl", "verl-dedicated"}
+    assert "search-llama-8b" in report["policies"]["verl"]["pipelines"]
 
 
 def test_cli_reports_bad_files_and_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,8 +67,8 @@ def test_cli_reports_bad_files_and_flags(tmp_path: Path, capsys: pytest.CaptureF
     bad.write_text(yaml.safe_dump(make_spec(rollout={"n": 0})))
     assert main(["validate", str(bad)]) == 1
     assert "rollout.n: must be >= 1, got 0" in capsys.readouterr().err
-    assert main(["simulate", "--workload", str(EXAMPLE), "--policies", "jigsaw"]) == 2
-    assert "--policies: unknown jigsaw" in capsys.readouterr().err
+    assert main(["simulate", "--workload", str(EXAMPLE), "--policies", "jigsaw-x"]) == 2
+    assert "--policies: unknown jigsaw-x" in capsys.readouterr().err
     broken = tmp_path / "mix.yaml"
     broken.write_text("cluster: [unclosed")
     assert main(["simulate", "--workload", str(broken)]) == 1

@@ -8,13 +8,13 @@ import time
 import pytest
 
 from jigsaw_engine.contracts import EventKind, PipelineState
-from jigsaw_engine.control.controller import Controller
+from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.control.local_engine import LocalEngine
 from jigsaw_engine.errors import DuplicatePipelineError, SpecError
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 
-def statuses(controller: Controller, pipeline_id: str) -> list[str]:
+def statuses(controller: ClusterController, pipeline_id: str) -> list[str]:
     return [
         e.data["status"]
         for e in controller.events.since(0, 10_000)
@@ -23,8 +23,8 @@ def statuses(controller: Controller, pipeline_id: str) -> list[str]:
 
 
 def test_pipeline_runs_to_success_with_metrics_each_step() -> None:
-    c = Controller(make_cluster(8), make_cost())
-    c.submit("p", make_spec(trainer={"total_steps": 3}), now_s=0.0)
+    c = ClusterController(make_cluster(8), make_cost())
+    c.submit("p", make_spec(trainer={"total_steps": 3}))
     c.run_until_idle()
     assert statuses(c, "p") == ["queued", "starting", "running", "succeeded"]
     steps = [e.data["step"] for e in c.events.since(0, 100) if e.kind is EventKind.METRICS]
@@ -34,9 +34,9 @@ def test_pipeline_runs_to_success_with_metrics_each_step() -> None:
 
 def test_second_pipeline_waits_for_devices_then_runs() -> None:
     # 4 devices: A takes 4, so B (2 devices) queues until A has finished.
-    c = Controller(make_cluster(4), make_cost())
-    c.submit("a", make_spec(resources={"num_gpus": 4}), now_s=0.0)
-    c.submit("b", make_spec(resources={"num_gpus": 2}), now_s=0.0)
+    c = ClusterController(make_cluster(4), make_cost())
+    c.submit("a", make_spec(resources={"num_gpus": 4}))
+    c.submit("b", make_spec(resources={"num_gpus": 2}))
     assert c.state_of("b") is PipelineState.QUEUED
     c.run_until_idle()
     events = c.events.since(0, 10_000)
@@ -47,12 +47,12 @@ def test_second_pipeline_waits_for_devices_then_runs() -> None:
 
 
 def test_cancel_frees_devices_and_stops_metrics() -> None:
-    c = Controller(make_cluster(2), make_cost())
-    c.submit("a", make_spec(trainer={"total_steps": 50}), now_s=0.0)
-    c.submit("b", make_spec(), now_s=0.0)
+    c = ClusterController(make_cluster(2), make_cost())
+    c.submit("a", make_spec(trainer={"total_steps": 50}))
+    c.submit("b", make_spec())
     c.advance_to(100.0)
-    assert c.cancel("a", now_s=100.0) is True
-    assert c.cancel("a", now_s=100.0) is False  # already ended
+    assert c.cancel("a") is True
+    assert c.cancel("a") is False  # already ended
     seen = len(c.events.since(0, 10_000))
     c.run_until_idle()
     later = c.events.since(0, 10_000)[seen:]
@@ -61,21 +61,21 @@ def test_cancel_frees_devices_and_stops_metrics() -> None:
 
 
 def test_invalid_and_duplicate_submissions_are_refused() -> None:
-    c = Controller(make_cluster(8), make_cost())
+    c = ClusterController(make_cluster(8), make_cost())
     with pytest.raises(SpecError):
-        c.submit("x", make_spec(rollout={"n": 0}), now_s=0.0)
+        c.submit("x", make_spec(rollout={"n": 0}))
     with pytest.raises(SpecError):
-        c.submit("y", make_spec(resources={"num_gpus": 16}), now_s=0.0)
-    c.submit("z", make_spec(), now_s=0.0)
+        c.submit("y", make_spec(resources={"num_gpus": 16}))
+    c.submit("z", make_spec())
     with pytest.raises(DuplicatePipelineError):
-        c.submit("z", make_spec(), now_s=0.0)
+        c.submit("z", make_spec())
 
 
 def test_same_inputs_give_identical_event_streams() -> None:
     def run() -> list[tuple]:
-        c = Controller(make_cluster(4), make_cost())
-        c.submit("a", make_spec(workload="math"), now_s=0.0)
-        c.submit("b", make_spec(workload="search"), now_s=5.0)
+        c = ClusterController(make_cluster(4), make_cost())
+        c.submit("a", make_spec(workload="math"))
+        c.submit("b", make_spec(workload="search"))
         c.run_until_idle()
         return [(e.seq, e.pipeline_id, e.kind, e.sim_time_s, e.data) for e in c.events.since(0, 10_000)]
 
@@ -83,8 +83,8 @@ def test_same_inputs_give_identical_event_streams() -> None:
 
 
 def test_event_cursor_reads_each_event_once() -> None:
-    c = Controller(make_cluster(8), make_cost())
-    c.submit("p", make_spec(), now_s=0.0)
+    c = ClusterController(make_cluster(8), make_cost())
+    c.submit("p", make_spec())
     c.run_until_idle()
     first = c.events.since(0, 3)
     rest = c.events.since(first[-1].seq, 10_000)

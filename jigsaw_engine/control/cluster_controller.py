@@ -1,0 +1,292 @@
+"""``ClusterController``: every pipeline on the cluster, as sub-stage graphs, through a
+:class:`~jigsaw_engine.sched.protocol.Scheduler` and a :class:`~jigsaw_engine.runtime.protocol.Runtime`.
+
+It is driven from outside: ``run_until_idle`` on a virtual clock (benchmarks, tests), or
+``advance_to(now_s)`` paced against wall time by :class:`~jigsaw_engine.control.local_engine.LocalEngine`.
+After every event it admits queued pipelines, builds the graphs of steps that may start,
+collects ready sub-stages, asks the scheduler and starts what it decides. Whatever the policy,
+the readiness rule keeps these invariants:
+- a sub-stage starts only after its predecessors in its step's graph;
+- a worker's rollout of step ``s`` starts after its rollout of ``s - 1`` and after the weight
+  sync of step ``s - staleness - 1`` (sync pipelines: staleness 0);
+- a pipeline's device work outside rollout (log-probs, training, sync) is sequential across
+  steps: step ``s`` waits for the weight sync of ``s - 1``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jigsaw_engine.contracts import EventKind, PipelineState
+from jigsaw_engine.control.event_log import EventLog
+from jigsaw_engine.control.step_metrics import step_metrics
+from jigsaw_engine.cost.cost_model import RooflineCostModel
+from jigsaw_engine.errors import DuplicatePipelineError, SpecError, UnknownPipelineError
+from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
+from jigsaw_engine.graph.substage import SubStage, SubStageGraph, SubStageKind
+from jigsaw_engine.runtime.protocol import Runtime, TaskFinished
+from jigsaw_engine.sched.dedicated import DedicatedScheduler
+from jigsaw_engine.sched.protocol import ClusterView, ReadyStage, Scheduler
+from jigsaw_engine.sim.lengths import SequencePlan, sample_step
+from jigsaw_engine.sim.sim_runtime import SimRuntime
+from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
+from jigsaw_engine.spec.pipeline import PipelineSpec, SyncMode, parse_pipeline_spec
+
+logger = logging.getLogger(__name__)
+
+PlanSource = Callable[[PipelineSpec, int], list[SequencePlan]]
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineSpan:
+    """What ran where and when: the data behind the cluster timeline picture."""
+
+    pipeline_id: str
+    kind: str
+    bucket: str | None
+    step: int
+    worker: int | None
+    devices: tuple[int, ...]
+    start_s: float
+    end_s: float
+    share: float
+
+
+@dataclass(slots=True)
+class _Run:
+    spec: PipelineSpec
+    state: PipelineState = PipelineState.QUEUED
+    graphs: dict[int, SubStageGraph] = field(default_factory=dict)
+    plans: dict[int, list[SequencePlan]] = field(default_factory=dict)
+    done: set[tuple[int, str]] = field(default_factory=set)
+    started: set[tuple[int, str]] = field(default_factory=set)
+    step_spans: dict[int, list[TimelineSpan]] = field(default_factory=dict)
+    steps_done: int = 0
+    step_latencies_s: list[float] = field(default_factory=list)
+    tokens: int = 0
+    started_s: float | None = None
+    ended_s: float | None = None
+
+    @property
+    def lag(self) -> int:
+        return self.spec.staleness if self.spec.mode is SyncMode.ASYNC else 0
+
+
+class ClusterController:
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        cost: RooflineCostModel,
+        *,
+        runtime: Runtime | None = None,
+        scheduler: Scheduler | None = None,
+        graph_config: GraphConfig | None = None,
+        plans: PlanSource = sample_step,
+    ) -> None:
+        self.cluster, self.cost = cluster, cost
+        self.runtime: Runtime = runtime or SimRuntime(cluster.num_devices)
+        self.scheduler: Scheduler = scheduler or DedicatedScheduler()
+        self.graph_config = graph_config or GraphConfig()
+        self._plans = plans
+        self.events = EventLog()
+        self.timeline: list[TimelineSpan] = []
+        self.decision_latencies_s: list[float] = []
+        self._queued: list[str] = []
+        self._runs: dict[str, _Run] = {}
+
+    # -- inputs ------------------------------------------------------------------------
+    def submit(self, pipeline_id: str, spec: PipelineSpec | Mapping[str, Any]) -> None:
+        """Queue a pipeline; raises ``SpecError`` if it cannot run on this cluster."""
+        if pipeline_id in self._runs:
+            raise DuplicatePipelineError(pipeline_id)
+        parsed = spec if isinstance(spec, PipelineSpec) else parse_pipeline_spec(spec)
+        problems = check_fits_cluster(parsed, self.cluster)
+        if problems:
+            raise SpecError(problems)
+        self._runs[pipeline_id] = _Run(parsed)
+        self._queued.append(pipeline_id)
+        self._status(pipeline_id, PipelineState.QUEUED, "waiting for devices")
+        self._schedule()
+
+    def cancel(self, pipeline_id: str) -> bool:
+        run = self._runs.get(pipeline_id)
+        if run is None:
+            raise UnknownPipelineError(pipeline_id)
+        if run.state.is_terminal:
+            return False
+        if pipeline_id in self._queued:
+            self._queued.remove(pipeline_id)
+        self.runtime.abort(pipeline_id)
+        self._end(pipeline_id, run, PipelineState.CANCELLED, "cancelled by request")
+        self._schedule()
+        return True
+
+    # -- clock -------------------------------------------------------------------------
+    @property
+    def now_s(self) -> float:
+        return self.runtime.now_s
+
+    def next_event_time(self) -> float | None:
+        return self.runtime.next_event_s()
+
+    def advance_to(self, now_s: float) -> None:
+        """Process every finish due by ``now_s`` in order, scheduling after each."""
+        while (t := self.runtime.next_event_s()) is not None and t <= now_s:
+            for finished in self.runtime.advance_to(t):
+                self._on_finished(finished)
+            self._schedule()
+        self.runtime.advance_to(now_s)
+
+    def run_until_idle(self) -> float:
+        self._schedule()
+        while (t := self.runtime.next_event_s()) is not None:
+            self.advance_to(t)
+        return self.runtime.now_s
+
+    # -- reads -------------------------------------------------------------------------
+    def knows(self, pipeline_id: str) -> bool:
+        return pipeline_id in self._runs
+
+    def state_of(self, pipeline_id: str) -> PipelineState:
+        return self._runs[pipeline_id].state
+
+    def finished_runs(self) -> dict[str, _Run]:
+        return {pid: r for pid, r in self._runs.items() if r.state is PipelineState.SUCCEEDED}
+
+    def describe(self) -> dict[str, Any]:
+        by_state: dict[str, int] = {}
+        for run in self._runs.values():
+            by_state[run.state.value] = by_state.get(run.state.value, 0) + 1
+        return {
+            "cluster": {
+                "device_type": self.cluster.device_type,
+                "num_devices": self.cluster.num_devices,
+                "devices_in_use": len(self.runtime.device_load()),
+            },
+            "scheduler": self.scheduler.name,
+            "pipelines": by_state,
+            "clock_s": self.runtime.now_s,
+        }
+
+    # -- the loop ----------------------------------------------------------------------
+    def _active(self) -> dict[str, _Run]:
+        return {pid: r for pid, r in self._runs.items() if r.state in (PipelineState.STARTING, PipelineState.RUNNING)}
+
+    def _schedule(self) -> None:
+        specs = {pid: self._runs[pid].spec for pid in self._queued}
+        for pid in self.scheduler.admit(self._view(), specs):
+            self._queued.remove(pid)
+            run = self._runs[pid]
+            run.started_s = self.runtime.now_s
+            self._status(pid, PipelineState.STARTING, f"placed on {run.spec.resources.num_gpus} devices")
+        for pid, run in self._active().items():
+            self._open_steps(pid, run)
+        view = self._view()
+        if not view.ready:
+            return
+        started = time.perf_counter()
+        tasks = self.scheduler.decide(view)
+        self.decision_latencies_s.append(time.perf_counter() - started)
+        for task in tasks:
+            self.runtime.start(task)
+            run = self._runs[task.pipeline_id]
+            run.started.add((task.node.step, task.node.node_id))
+            if run.state is PipelineState.STARTING and task.node.kind is not SubStageKind.LOAD:
+                self._status(task.pipeline_id, PipelineState.RUNNING, "training")
+
+    def _open_steps(self, pipeline_id: str, run: _Run) -> None:
+        """Build graphs for the steps allowed to exist: up to ``lag`` ahead of the oldest open."""
+        while len(run.graphs) <= run.lag and run.steps_done + len(run.graphs) < run.spec.total_steps:
+            step = run.steps_done + len(run.graphs)
+            try:
+                plans = self._plans(run.spec, step)
+                run.graphs[step] = build_step_graph(
+                    self.cost, run.spec, plans, pipeline_id=pipeline_id, step=step, config=self.graph_config
+                )
+            except Exception as exc:  # one pipeline's failure must not stop the others
+                logger.exception("pipeline %s failed building step %d", pipeline_id, step)
+                self.runtime.abort(pipeline_id)
+                self._end(pipeline_id, run, PipelineState.FAILED, f"system: {type(exc).__name__}: {exc}")
+                return
+            run.plans[step] = plans
+
+    def _ready(self, run: _Run, graph: SubStageGraph, node: SubStage) -> bool:
+        s = node.step
+        if (s, node.node_id) in run.started or any((s, p) not in run.done for p in graph.predecessors(node.node_id)):
+            return False
+        if node.worker is not None:  # rollout: weights and the worker's previous rollout
+            previous = run.graphs.get(s - 1)
+            if previous is not None and any(
+                n.worker == node.worker and (s - 1, n.node_id) not in run.done for n in previous.nodes
+            ):
+                return False
+            return s - run.lag - 1 < run.steps_done
+        return node.devices == 0 or node.kind is SubStageKind.LOAD or s == run.steps_done
+
+    def _view(self) -> ClusterView:
+        active = self._active()
+        ready = tuple(
+            ReadyStage(pid, node)
+            for pid, run in active.items()
+            for step in sorted(run.graphs)
+            for node in run.graphs[step].nodes
+            if self._ready(run, run.graphs[step], node)
+        )
+        return ClusterView(
+            now_s=self.runtime.now_s,
+            num_devices=self.cluster.num_devices,
+            device_load=self.runtime.device_load(),
+            ready=ready,
+            specs={pid: run.spec for pid, run in active.items()},
+            queued=tuple(self._queued),
+        )
+
+    def _on_finished(self, finished: TaskFinished) -> None:
+        task, node = finished.task, finished.task.node
+        span = TimelineSpan(task.pipeline_id, node.kind.value, node.bucket, node.step, node.worker,
+                            task.devices, finished.start_s, finished.end_s, task.share)  # fmt: skip
+        self.timeline.append(span)
+        run = self._runs[task.pipeline_id]
+        if run.state.is_terminal:
+            return
+        run.done.add((node.step, node.node_id))
+        if node.kind is not SubStageKind.LOAD:
+            run.step_spans.setdefault(node.step, []).append(span)
+        if node.kind is SubStageKind.WEIGHT_SYNC:
+            self._step_done(task.pipeline_id, run, node.step)
+
+    def _step_done(self, pipeline_id: str, run: _Run, step: int) -> None:
+        graph = run.graphs.pop(step)
+        run.done -= {(step, n.node_id) for n in graph.nodes}
+        run.started -= {(step, n.node_id) for n in graph.nodes}
+        spans = run.step_spans.pop(step)
+        plans = run.plans.pop(step)
+        metrics = step_metrics(run.spec, spans, plans, peak_flops=self.cost.device.peak_flops_bf16)
+        run.steps_done += 1
+        run.step_latencies_s.append(metrics["timing_s/step"])
+        run.tokens += int(metrics["perf/total_num_tokens"])
+        self.events.append(
+            pipeline_id,
+            EventKind.METRICS,
+            self.runtime.now_s,
+            {"step": run.steps_done, "total_steps": run.spec.total_steps, "metrics": metrics},
+        )
+        if run.steps_done >= run.spec.total_steps:
+            self._end(pipeline_id, run, PipelineState.SUCCEEDED, f"completed {run.steps_done} steps")
+
+    def _end(self, pipeline_id: str, run: _Run, state: PipelineState, reason: str) -> None:
+        run.ended_s = self.runtime.now_s
+        run.graphs.clear()
+        self.scheduler.release(pipeline_id)
+        self._status(pipeline_id, state, reason)
+
+    def _status(self, pipeline_id: str, state: PipelineState, reason: str) -> None:
+        run = self._runs[pipeline_id]
+        run.state = state
+        logger.info("pipeline %s -> %s (%s)", pipeline_id, state.value, reason)
+        data = {"status": state.value, "reason": reason, "step": run.steps_done, "total_steps": run.spec.total_steps}
+        self.events.append(pipeline_id, EventKind.STATUS, self.runtime.now_s, data)

@@ -1,0 +1,61 @@
+"""verl-named metrics of one finished step, from what actually ran (its timeline spans)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from jigsaw_engine.sim.lengths import SequencePlan
+from jigsaw_engine.spec.pipeline import PipelineSpec
+
+_STAGE_METRIC = {
+    "reward": "timing_s/reward",
+    "old_logprob": "timing_s/old_log_prob",
+    "ref_logprob": "timing_s/ref",
+    "train": "timing_s/update_actor",
+    "weight_sync": "timing_s/sync",
+}
+
+
+class SpanLike(Protocol):
+    @property
+    def kind(self) -> str: ...
+    @property
+    def bucket(self) -> str | None: ...
+    @property
+    def worker(self) -> int | None: ...
+    @property
+    def start_s(self) -> float: ...
+    @property
+    def end_s(self) -> float: ...
+
+
+def step_metrics(
+    spec: PipelineSpec, spans: Sequence[SpanLike], plans: Sequence[SequencePlan], *, peak_flops: float
+) -> dict[str, float]:
+    """``perf/throughput`` is trained tokens per second per GPU, as in verl."""
+    start = min(s.start_s for s in spans)
+    end = max(s.end_s for s in spans)
+    latency = end - start
+    rollout = [s for s in spans if s.worker is not None]
+    metrics: dict[str, Any] = {
+        "timing_s/step": latency,
+        "timing_s/gen": max(s.end_s for s in rollout) - min(s.start_s for s in rollout),
+        "timing_s/gen_tail": max((s.end_s - s.start_s for s in rollout if s.bucket == "tail"), default=0.0),
+    }
+    for kind, name in _STAGE_METRIC.items():
+        metrics[name] = sum(s.end_s - s.start_s for s in spans if s.kind == kind)
+    lengths = [p.response_tokens for p in plans]
+    tokens = sum(p.total_tokens for p in plans)
+    gpus = spec.resources.num_gpus
+    metrics.update(
+        {
+            "response_length/mean": sum(lengths) / len(lengths),
+            "response_length/max": float(max(lengths)),
+            "response_length/clip_ratio": sum(n >= spec.rollout.max_response_length for n in lengths) / len(lengths),
+            "perf/total_num_tokens": float(tokens),
+            "perf/throughput": tokens / (latency * gpus),
+            "perf/mfu": 6.0 * spec.model.num_params * tokens / (gpus * peak_flops * latency),
+        }
+    )
+    return metrics

@@ -1,0 +1,158 @@
+"""Building a step's sub-stage graph from its sampled rollouts and the cost model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from jigsaw_engine.cost.cost_model import STAGE_OVERHEAD_S, RooflineCostModel
+from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageGraph, SubStageKind
+from jigsaw_engine.sim.decode_sim import BUCKET_NAMES, DecodeBuckets, WorkerRollout, simulate_worker
+from jigsaw_engine.sim.lengths import SequencePlan
+from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
+
+REWARD_S_PER_SEQUENCE = 0.002
+"""Rule-based graders run on CPU workers in parallel: about 2 ms per sequence of wall time."""
+TRAIN_STATE_BYTES_PER_PARAM = 16.0
+"""bf16 weights and gradients plus fp32 Adam moments and master weights, sharded over the
+training devices (FSDP/ZeRO-3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphConfig:
+    buckets: DecodeBuckets = field(default_factory=DecodeBuckets)
+    train_minibatches: int = 4
+    """Optimizer steps per RL step (verl's ``ppo_mini_batch_size`` = batch / 4 by default)."""
+    startup_s: float = 0.0
+    """Time to load weights and start workers before step 0 (a ``load`` node on all the
+    pipeline's devices); 0 leaves it out, as benchmarks of steady-state throughput do."""
+
+
+def split_by_worker(spec: PipelineSpec, plans: list[SequencePlan]) -> list[list[SequencePlan]]:
+    """Round-robin by group, as verl's dispatch does: each worker gets whole prompts' groups."""
+    dp, n = spec.resources.dp, spec.rollout.n
+    per_worker: list[list[SequencePlan]] = [[] for _ in range(dp)]
+    for g in range(len(plans) // n):
+        per_worker[g % dp].extend(plans[g * n : (g + 1) * n])
+    return per_worker
+
+
+def build_step_graph(
+    cost: RooflineCostModel,
+    spec: PipelineSpec,
+    plans: list[SequencePlan],
+    *,
+    pipeline_id: str,
+    step: int,
+    config: GraphConfig = GraphConfig(),
+) -> SubStageGraph:
+    tp, gpus, model = spec.resources.tp, spec.resources.num_gpus, spec.model
+    nodes: list[SubStage] = []
+    edges: list[tuple[str, str]] = []
+    rollout_ends: list[str] = []
+    load: SubStage | None = None
+    if step == 0 and config.startup_s > 0:
+        load_mem = model.weight_bytes_bf16 / tp
+        load = SubStage(
+            "s0/load", SubStageKind.LOAD, 0, None, None, gpus, load_mem, ResourceClass.HOST, config.startup_s
+        )
+        nodes.append(load)
+    for w, worker_plans in enumerate(split_by_worker(spec, plans)):
+        if not worker_plans:
+            continue
+        rollout = simulate_worker(cost, model, worker_plans, tp=tp, buckets=config.buckets)
+        chain = _worker_chain(rollout, spec, step, w)
+        nodes += chain
+        edges += [(a.node_id, b.node_id) for a, b in pairwise(chain)]
+        if load is not None:
+            edges.append((load.node_id, chain[0].node_id))
+        rollout_ends.append(chain[-1].node_id)
+
+    tokens = sum(p.total_tokens for p in plans)
+    train_mem = TRAIN_STATE_BYTES_PER_PARAM * model.num_params / gpus
+    forward_s = cost.logprob_forward_s(model, tokens=tokens, num_gpus=gpus) + STAGE_OVERHEAD_S
+    update_s = cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs) + STAGE_OVERHEAD_S
+    if spec.algorithm is Algorithm.PPO:
+        update_s += forward_s + cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs)
+
+    def stage(
+        kind: SubStageKind, duration_s: float, devices: int, resource: ResourceClass, bucket: str | None = None
+    ) -> SubStage:
+        suffix = f".{bucket}" if bucket else ""
+        return SubStage(
+            f"s{step}/{kind.value}{suffix}",
+            kind,
+            step,
+            None,
+            bucket,
+            devices,
+            train_mem if devices else 0.0,
+            resource,
+            duration_s,
+            tokens,
+        )
+
+    tail: list[SubStage] = [
+        stage(SubStageKind.REWARD, REWARD_S_PER_SEQUENCE * len(plans) + STAGE_OVERHEAD_S, 0, ResourceClass.HOST),
+        stage(SubStageKind.OLD_LOGPROB, forward_s, gpus, ResourceClass.COMPUTE),
+    ]
+    if spec.algorithm in (Algorithm.GRPO, Algorithm.PPO):
+        tail.append(stage(SubStageKind.REF_LOGPROB, forward_s, gpus, ResourceClass.COMPUTE))
+    k = config.train_minibatches
+    tail += [stage(SubStageKind.TRAIN, update_s / k, gpus, ResourceClass.COMPUTE, f"mb{i}") for i in range(k)]
+    tail.append(stage(SubStageKind.WEIGHT_SYNC, cost.weight_sync_s(model), gpus, ResourceClass.MEMORY))
+    edges += [(end, tail[0].node_id) for end in rollout_ends]
+    edges += [(a.node_id, b.node_id) for a, b in pairwise(tail)]
+    nodes += tail
+    lag = spec.staleness if spec.mode is SyncMode.ASYNC else 0
+    return SubStageGraph(pipeline_id, step, tuple(nodes), tuple(edges), step + lag + 1)
+
+
+def _worker_chain(rollout: WorkerRollout, spec: PipelineSpec, step: int, worker: int) -> list[SubStage]:
+    """prefill -> decode.dense -> decode.medium -> decode.tail (-> tool waits), on ``tp`` devices.
+
+    The prefill node also carries the generation stage's launch overhead.
+
+    Iteration classes interleave in multi-turn rollouts; the chain keeps their totals in the
+    order a single-turn rollout passes through them.
+    """
+    tp, model = spec.resources.tp, spec.model
+    mem = model.weight_bytes_bf16 / tp + rollout.peak_context_tokens * model.kv_bytes_per_token / tp
+    prefix = f"s{step}/w{worker}"
+    chain = [
+        SubStage(
+            f"{prefix}/prefill",
+            SubStageKind.PREFILL,
+            step,
+            worker,
+            None,
+            tp,
+            mem,
+            ResourceClass.COMPUTE,
+            rollout.prefill_s + STAGE_OVERHEAD_S,
+        ),
+    ]
+    for bucket in BUCKET_NAMES:
+        if rollout.bucket_s[bucket] > 0:
+            resource = ResourceClass.COMPUTE if bucket == "dense" else ResourceClass.MEMORY
+            chain.append(
+                SubStage(
+                    f"{prefix}/decode.{bucket}",
+                    SubStageKind.DECODE,
+                    step,
+                    worker,
+                    bucket,
+                    tp,
+                    mem,
+                    resource,
+                    rollout.bucket_s[bucket],
+                    rollout.bucket_tokens[bucket],
+                )
+            )
+    if rollout.tool_wait_s > 0:
+        chain.append(
+            SubStage(
+                f"{prefix}/tool", SubStageKind.TOOL, step, worker, None, 0, 0.0, ResourceClass.HOST, rollout.tool_wait_s
+            )
+        )
+    return chain

@@ -1,0 +1,95 @@
+"""Sub-stages and the per-step graph that connects them (DESIGN.md §3.1).
+
+A stage-level view (rollout, then train) hides where devices sit idle; sub-stages expose it:
+a rollout worker's decode is split by how many tokens each iteration processes, so the
+memory-bound tail, the tool waits and the compute-bound training of other pipelines become
+separate pieces a scheduler can fit together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class SubStageKind(StrEnum):
+    LOAD = "load"
+    """Once per pipeline, before its first rollout: weights loaded, workers started."""
+    PREFILL = "prefill"
+    DECODE = "decode"
+    TOOL = "tool"
+    REWARD = "reward"
+    OLD_LOGPROB = "old_logprob"
+    REF_LOGPROB = "ref_logprob"
+    TRAIN = "train"
+    WEIGHT_SYNC = "weight_sync"
+
+
+class ResourceClass(StrEnum):
+    COMPUTE = "compute"
+    """Bound by FLOPs: prefill, dense decode, log-prob forwards, training."""
+    MEMORY = "memory"
+    """Bound by HBM bandwidth: medium and tail decode, weight sync."""
+    HOST = "host"
+    """No accelerator work: tool calls, rule-based rewards."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubStage:
+    node_id: str
+    """Unique within its graph, e.g. ``s3/w1/decode.tail``."""
+    kind: SubStageKind
+    step: int
+    worker: int | None
+    """Data-parallel worker for rollout sub-stages; None for pipeline-wide ones."""
+    bucket: str | None
+    """``dense`` / ``medium`` / ``tail`` for decode; ``mb<i>`` for train mini-batches."""
+    devices: int
+    """Accelerators the sub-stage occupies while it runs (0 for host-bound work)."""
+    mem_bytes: float
+    """Device memory it needs resident on each of those devices."""
+    resource: ResourceClass
+    duration_s: float
+    """Predicted duration with the devices to itself (share 1.0)."""
+    tokens: int = 0
+    """Tokens it processes: generated for decode, prefilled or trained for the others."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubStageGraph:
+    """One step of one pipeline: nodes and ``(before, after)`` dependency edges.
+
+    ``enables_rollout_of_step`` says which step's rollout the final weight sync unblocks:
+    ``step + 1`` when synchronous, ``step + staleness + 1`` when asynchronous.
+    """
+
+    pipeline_id: str
+    step: int
+    nodes: tuple[SubStage, ...]
+    edges: tuple[tuple[str, str], ...]
+    enables_rollout_of_step: int
+    _index: dict[str, SubStage] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index.update({n.node_id: n for n in self.nodes})
+
+    def node(self, node_id: str) -> SubStage:
+        return self._index[node_id]
+
+    def of_kind(self, kind: SubStageKind) -> Iterator[SubStage]:
+        return (n for n in self.nodes if n.kind is kind)
+
+    def predecessors(self, node_id: str) -> list[str]:
+        return [a for a, b in self.edges if b == node_id]
+
+    def critical_path_s(self) -> float:
+        """Longest chain of durations through the graph (nodes are stored in topological order)."""
+        finish: dict[str, float] = {}
+        for n in self.nodes:
+            start = max((finish[p] for p in self.predecessors(n.node_id)), default=0.0)
+            finish[n.node_id] = start + n.duration_s
+        return max(finish.values(), default=0.0)
+
+    def device_seconds(self) -> float:
+        return sum(n.duration_s * n.devices for n in self.nodes)

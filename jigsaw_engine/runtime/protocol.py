@@ -1,0 +1,56 @@
+"""The ``Runtime`` protocol: what a scheduler's decisions run on, simulated or real.
+
+The controller starts sub-stage tasks on devices and learns when they finish; whether a
+virtual clock (:class:`~jigsaw_engine.sim.sim_runtime.SimRuntime`) or Ray actors do the work
+is invisible to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from jigsaw_engine.graph.substage import SubStage
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One sub-stage of one pipeline's step, placed on devices."""
+
+    pipeline_id: str
+    node: SubStage
+    devices: tuple[int, ...]
+    """Device indices it occupies (empty for host-bound work)."""
+    share: float = 1.0
+    """Fraction of each device's compute it gets (1.0 = the device to itself)."""
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.pipeline_id}/{self.node.node_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinished:
+    task: Task
+    start_s: float
+    end_s: float
+
+
+class Runtime(Protocol):
+    @property
+    def now_s(self) -> float: ...
+
+    def start(self, task: Task) -> None:
+        """Begin ``task`` now; its devices must have the share it asks for free."""
+
+    def next_event_s(self) -> float | None:
+        """When the next running task finishes (None when nothing runs)."""
+
+    def advance_to(self, time_s: float) -> list[TaskFinished]:
+        """Move the clock to ``time_s``; the tasks that finished on the way, in order."""
+
+    def abort(self, pipeline_id: str) -> list[Task]:
+        """Stop every running task of ``pipeline_id`` now and free its devices."""
+
+    def device_load(self) -> dict[int, float]:
+        """Share of each busy device in use now (idle devices are absent)."""

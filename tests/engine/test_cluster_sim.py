@@ -1,0 +1,129 @@
+"""The multi-pipeline simulator: SimRuntime bookkeeping, the controller's invariants under
+each policy, and the lower bound that no policy may beat."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from itertools import pairwise
+
+import pytest
+
+from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy, simulate_workload, workload_lower_bound
+from jigsaw_engine.control.cluster_controller import TimelineSpan
+from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
+from jigsaw_engine.runtime.protocol import Task
+from jigsaw_engine.sim.sim_runtime import SimRuntime
+from jigsaw_engine.spec.mixes import build_mix
+from jigsaw_engine.spec.workload_file import parse_workload
+from tests.engine.builders import make_spec
+
+ROLLOUT = {"prefill", "decode"}
+TRAINING = {"old_logprob", "ref_logprob", "train", "weight_sync"}
+
+
+def node(duration_s: float, name: str = "n") -> SubStage:
+    return SubStage(name, SubStageKind.TRAIN, 0, None, None, 1, 0.0, ResourceClass.COMPUTE, duration_s)
+
+
+def test_sim_runtime_shares_devices_and_finishes_in_order() -> None:
+    rt = SimRuntime(2)
+    rt.start(Task("a", node(4.0, "a"), (0,), share=0.5))  # half a device: takes 8 s
+    rt.start(Task("b", node(3.0, "b"), (0,), share=0.5))  # takes 6 s
+    with pytest.raises(ValueError, match="already 100% busy"):
+        rt.start(Task("c", node(1.0, "c"), (0,), share=0.1))
+    with pytest.raises(ValueError, match="device 5 does not exist"):
+        rt.start(Task("d", node(1.0, "d"), (5,)))
+    assert rt.next_event_s() == 6.0
+    done = rt.advance_to(100.0)
+    assert [(f.task.pipeline_id, f.end_s) for f in done] == [("b", 6.0), ("a", 8.0)]
+    assert rt.device_load() == {}
+
+
+def spans_by_pipeline(spans: list[TimelineSpan]) -> dict[str, list[TimelineSpan]]:
+    out: dict[str, list[TimelineSpan]] = defaultdict(list)
+    for s in spans:
+        out[s.pipeline_id].append(s)
+    return out
+
+
+@pytest.mark.parametrize("policy", ["verl-dedicated", "verl-serial"])
+def test_verl_never_overlaps_a_pipelines_rollout_with_its_training(policy: str) -> None:
+    workload = build_mix("M2")
+    run = run_policy(POLICIES[policy], workload.cluster, prepare(workload, steps=3, seed=0))
+    for spans in spans_by_pipeline(run.controller.timeline).values():
+        rollout = [s for s in spans if s.kind in ROLLOUT]
+        training = [s for s in spans if s.kind in TRAINING]
+        assert rollout and training
+        for r in rollout:
+            for t in training:
+                assert r.end_s <= t.start_s or t.end_s <= r.start_s, (r, t)
+
+
+def test_no_device_runs_two_tasks_at_full_share() -> None:
+    workload = build_mix("M0")
+    run = run_policy(POLICIES["verl-dedicated"], workload.cluster, prepare(workload, steps=2, seed=0))
+    by_device: dict[int, list[TimelineSpan]] = defaultdict(list)
+    for span in run.controller.timeline:
+        for d in span.devices:
+            by_device[d].append(span)
+    for spans in by_device.values():
+        spans.sort(key=lambda s: s.start_s)
+        for a, b in pairwise(spans):
+            assert a.end_s <= b.start_s + 1e-9
+
+
+@pytest.mark.parametrize("staleness", [1, 3])
+def test_async_rollouts_never_run_further_ahead_than_the_staleness_bound(staleness: int) -> None:
+    # Step s may start its rollout only once the weights of step s - staleness - 1 are synced.
+    spec = make_spec(mode="async", staleness=staleness, trainer={"total_steps": 6}, workload="math")
+    raw = {"cluster": {"devices_per_node": 4}, "pipelines": [spec]}
+    workload = parse_workload(raw)
+    run = run_policy(POLICIES["verl-dedicated"], workload.cluster, prepare(workload, steps=None, seed=0))
+    spans = run.controller.timeline
+    synced = {s.step: s.end_s for s in spans if s.kind == "weight_sync"}
+    first_rollout = {}
+    for s in spans:
+        if s.kind in ROLLOUT:
+            first_rollout[s.step] = min(first_rollout.get(s.step, s.start_s), s.start_s)
+    assert sorted(synced) == list(range(6))
+    for step, start in first_rollout.items():
+        if step - staleness - 1 >= 0:
+            assert start >= synced[step - staleness - 1]
+    # ... and it does run ahead: some rollout starts before the previous step has synced.
+    assert any(start < synced[step - 1] for step, start in first_rollout.items() if step >= 1)
+
+
+@pytest.mark.parametrize("mix", ["M0", "M1", "M2", "M3", "M5"])
+def test_no_policy_beats_the_lower_bound(mix: str) -> None:
+    result = simulate_workload(build_mix(mix), ["verl-dedicated", "verl-serial"], steps=3, seed=0, timing=False)
+    for name, r in result["policies"].items():
+        assert 0 < r["lower_bound_ratio"] <= 1.0, (mix, name, r["lower_bound_ratio"])
+        assert r["gpu_time_breakdown"]["idle"] >= -1e-9
+        assert sum(r["gpu_time_breakdown"].values()) == pytest.approx(1.0)
+    assert result["lower_bound"]["roofline_s"] <= result["lower_bound"]["practical_s"]
+
+
+def test_verl_reports_the_better_of_its_two_deployments() -> None:
+    result = simulate_workload(
+        build_mix("M0"), ["verl", "verl-dedicated", "verl-serial"], steps=2, seed=0, timing=False
+    )
+    p = result["policies"]
+    best = max(p["verl-dedicated"]["throughput_tokens_per_s"], p["verl-serial"]["throughput_tokens_per_s"])
+    assert p["verl"]["throughput_tokens_per_s"] == best
+    assert p["verl"]["chosen"] in ("verl-dedicated", "verl-serial")
+
+
+def test_dedicated_latency_matches_running_alone() -> None:
+    # On a dedicated partition nothing else touches a pipeline's devices: ratio exactly 1.
+    result = simulate_workload(build_mix("M1"), ["verl-dedicated"], steps=2, seed=0, timing=False)
+    ratios = [p["latency_ratio_vs_alone"] for p in result["policies"]["verl-dedicated"]["pipelines"].values()]
+    assert ratios == pytest.approx([1.0] * 4)
+
+
+def test_bound_and_runs_use_the_same_sampled_rollouts() -> None:
+    workload = build_mix("M3")
+    specs = prepare(workload, steps=2, seed=5)
+    assert (
+        workload_lower_bound(workload.cluster, specs).practical_s
+        == workload_lower_bound(workload.cluster, prepare(workload, steps=2, seed=5)).practical_s
+    )
