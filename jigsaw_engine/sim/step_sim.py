@@ -2,7 +2,8 @@
 
 The step's sub-stage graph executed stage by stage: every rollout worker runs its chain, the
 slowest one ends the generation stage, then reward, log-probs, update and weight sync follow
-in order. It returns the stage durations and verl-named metrics.
+in order. It returns the stage durations; the controller reports the same step's verl-named
+metrics from what actually ran (``control/step_metrics.py``).
 """
 
 from __future__ import annotations
@@ -29,32 +30,6 @@ class StepResult:
     tail_s: float
     trained_tokens: int
     response_tokens: list[int]
-    response_cap: int
-    num_gpus: int
-    model_params: float
-    peak_flops: float
-
-    def metrics(self) -> dict[str, float]:
-        """verl's metric names where one exists (``perf/throughput`` is tokens/s per GPU)."""
-        lengths = self.response_tokens
-        clipped = sum(1 for n in lengths if n >= self.response_cap)
-        mfu = 6.0 * self.model_params * self.trained_tokens / (self.num_gpus * self.peak_flops * self.duration_s)
-        return {
-            "timing_s/step": self.duration_s,
-            "timing_s/gen": self.gen_s,
-            "timing_s/reward": self.reward_s,
-            "timing_s/old_log_prob": self.old_logprob_s,
-            "timing_s/ref": self.ref_logprob_s,
-            "timing_s/update_actor": self.update_s,
-            "timing_s/sync": self.sync_s,
-            "timing_s/gen_tail": self.tail_s,
-            "response_length/mean": sum(lengths) / len(lengths),
-            "response_length/max": float(max(lengths)),
-            "response_length/clip_ratio": clipped / len(lengths),
-            "perf/total_num_tokens": float(self.trained_tokens),
-            "perf/throughput": self.trained_tokens / (self.duration_s * self.num_gpus),
-            "perf/mfu": mfu,
-        }
 
 
 def simulate_step(cost: RooflineCostModel, spec: PipelineSpec, step: int) -> StepResult:
@@ -91,8 +66,4 @@ def simulate_step(cost: RooflineCostModel, spec: PipelineSpec, step: int) -> Ste
         tail_s=max(tails.values(), default=0.0),
         trained_tokens=sum(p.total_tokens for p in plans),
         response_tokens=[p.response_tokens for p in plans],
-        response_cap=spec.rollout.max_response_length,
-        num_gpus=spec.resources.num_gpus,
-        model_params=spec.model.num_params,
-        peak_flops=cost.device.peak_flops_bf16,
     )

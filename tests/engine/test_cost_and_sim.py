@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from jigsaw_engine.contracts import EventKind
+from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import MODEL_CATALOGUE, parse_pipeline_spec
-from tests.engine.builders import make_cost, make_spec
+from tests.engine.builders import make_cluster, make_cost, make_spec
 
 
 def test_a100_7b_batch1_decode_is_about_12ms() -> None:
@@ -67,11 +69,20 @@ def test_more_gpus_make_a_step_faster() -> None:
     assert large.duration_s < small.duration_s
 
 
-def test_step_metrics_use_verl_names() -> None:
-    result = simulate_step(make_cost(), parse_pipeline_spec(make_spec()), 0)
-    metrics = result.metrics()
+def test_controller_reports_verl_metrics_matching_the_stage_level_step() -> None:
+    # Alone on its devices, a sync pipeline's step as run by the controller takes exactly the
+    # stage-by-stage time of simulate_step, and its metrics say so under verl's names.
+    spec = parse_pipeline_spec(make_spec(trainer={"total_steps": 1}))
+    controller = ClusterController(make_cluster(8), make_cost())
+    controller.submit("p", spec)
+    controller.run_until_idle()
+    (event,) = [e for e in controller.events.since(0, 100) if e.kind is EventKind.METRICS]
+    metrics = event.data["metrics"]
     for name in ("timing_s/step", "timing_s/gen", "response_length/mean", "perf/throughput", "perf/mfu"):
         assert name in metrics
+    result = simulate_step(make_cost(), spec, 0)
+    assert metrics["timing_s/step"] == pytest.approx(result.duration_s)
+    assert metrics["timing_s/gen"] == pytest.approx(result.gen_s)
     assert metrics["timing_s/step"] == pytest.approx(
         result.gen_s + result.reward_s + result.old_logprob_s + result.ref_logprob_s + result.update_s + result.sync_s
     )
