@@ -64,7 +64,11 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             "max_response_length": p.rollout.max_response_length,
             "temperature": p.rollout.temperature,
         },
-        "resources": {"num_gpus": p.resources.num_gpus, "tp": p.resources.tp},
+        "resources": {
+            "num_gpus": p.resources.num_gpus,
+            "tp": p.resources.tp,
+            **({"rollout_gpus": p.resources.rollout_gpus} if p.resources.rollout_gpus else {}),
+        },
         "trainer": {"total_steps": p.total_steps, "ppo_epochs": p.ppo_epochs},
         "mode": p.mode.value,
         "staleness": p.staleness,

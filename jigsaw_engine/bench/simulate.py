@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.cost.lower_bound import LowerBound, lower_bound
+from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
 from jigsaw_engine.sched.protocol import Scheduler
 from jigsaw_engine.sim.lengths import sample_step
 from jigsaw_engine.spec.cluster import ClusterSpec
-from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, parse_pipeline_spec
+from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import WorkloadFile
 
 Transform = Callable[[PipelineSpec, ClusterSpec], PipelineSpec]
@@ -29,10 +30,44 @@ def _as_is(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
     return spec
 
 
+def _synchronous(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
+    """verl trains synchronously: every step's rollout uses the latest weights."""
+    return replace(spec, mode=SyncMode.SYNC, staleness=0)
+
+
 def _whole_cluster(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
     """verl's other deployment: each pipeline in turn gets every device (data parallel)."""
     tp = spec.resources.tp
     return replace(spec, resources=ResourceSpec(num_gpus=cluster.num_devices // tp * tp, tp=tp))
+
+
+STREAMRL_GRAPH = GraphConfig(dispatch="longest_first")
+SEARCH_STEPS = 3
+"""Steps each candidate configuration of a baseline's knob search is simulated for."""
+
+
+def _alone_throughput(spec: PipelineSpec, cluster: ClusterSpec, graph_config: GraphConfig) -> float:
+    steps = min(SEARCH_STEPS, spec.total_steps)
+    cost = RooflineCostModel(load_device_profile(cluster.device_type))
+    controller = ClusterController(cluster, cost, graph_config=graph_config)
+    controller.submit("search", replace(spec, total_steps=steps))
+    makespan = controller.run_until_idle()
+    return controller.finished_runs()["search"].tokens / makespan
+
+
+def _streamrl(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
+    """StreamRL: asynchronous with staleness 1 on disaggregated rollout and training pools,
+    length-aware dispatch; the pool split is searched per pipeline (colocated included, so
+    the baseline is never worse than its own best layout). Sync pipelines keep verl's layout:
+    StreamRL's overlap needs the one-step lag."""
+    if spec.mode is not SyncMode.ASYNC:
+        return spec
+    base = replace(spec, staleness=min(spec.staleness, 1))
+    res = base.resources
+    candidates = [base] + [
+        replace(base, resources=replace(res, rollout_gpus=r)) for r in range(res.tp, res.num_gpus, res.tp)
+    ]
+    return max(candidates, key=lambda c: _alone_throughput(c, cluster, STREAMRL_GRAPH))
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,17 +75,21 @@ class Policy:
     name: str
     make_scheduler: Callable[[], Scheduler]
     transform: Transform = _as_is
+    graph_config: GraphConfig = field(default_factory=GraphConfig)
 
 
 POLICIES: dict[str, Policy] = {
     p.name: p
     for p in (
-        Policy("verl-dedicated", DedicatedScheduler),
-        Policy("verl-serial", DedicatedScheduler, _whole_cluster),
+        Policy("verl-dedicated", DedicatedScheduler, _synchronous),
+        Policy("verl-serial", DedicatedScheduler, lambda s, c: _synchronous(_whole_cluster(s, c), c)),
+        Policy("streamrl-dedicated", DedicatedScheduler, _streamrl, STREAMRL_GRAPH),
+        Policy("streamrl-serial", DedicatedScheduler, lambda s, c: _streamrl(_whole_cluster(s, c), c), STREAMRL_GRAPH),
     )
 }
-COMPOSITE = {"verl": ("verl-dedicated", "verl-serial")}
-"""A composite reports its best member: verl deployed the better of its two ways."""
+COMPOSITE = {"verl": ("verl-dedicated", "verl-serial"), "streamrl": ("streamrl-dedicated", "streamrl-serial")}
+"""A composite reports its best member: a single-job system deployed the better of two ways
+on a shared cluster (a partition per job, or jobs one after another on all of it)."""
 AVAILABLE = tuple(POLICIES) + tuple(COMPOSITE)
 
 
@@ -74,7 +113,7 @@ def prepare(workload: WorkloadFile, *, steps: int | None, seed: int) -> dict[str
 
 def run_policy(policy: Policy, cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -> PolicyRun:
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    controller = ClusterController(cluster, cost, scheduler=policy.make_scheduler())
+    controller = ClusterController(cluster, cost, scheduler=policy.make_scheduler(), graph_config=policy.graph_config)
     applied = {pid: policy.transform(spec, cluster) for pid, spec in specs.items()}
     for pid, spec in applied.items():
         controller.submit(pid, spec)
@@ -102,6 +141,7 @@ def summarize(
             "tokens_per_s": r.tokens / ((r.ended_s or 0.0) - (r.started_s or 0.0)),
             "completion_s": r.ended_s,
             "num_gpus": run.specs[pid].resources.num_gpus,
+            "rollout_gpus": run.specs[pid].resources.rollout_gpus,
         }
     out: dict[str, Any] = {
         "throughput_tokens_per_s": tokens / run.makespan_s,

@@ -23,17 +23,33 @@ class GraphConfig:
     buckets: DecodeBuckets = field(default_factory=DecodeBuckets)
     train_minibatches: int = 4
     """Optimizer steps per RL step (verl's ``ppo_mini_batch_size`` = batch / 4 by default)."""
+    dispatch: str = "round_robin"
+    """How prompt groups are dealt to rollout workers: ``round_robin`` (verl) or
+    ``longest_first`` (length-aware, as StreamRL: the longest predicted group to the least
+    loaded worker; predictions here are the sampled lengths themselves, the best case)."""
     startup_s: float = 0.0
     """Time to load weights and start workers before step 0 (a ``load`` node on all the
     pipeline's devices); 0 leaves it out, as benchmarks of steady-state throughput do."""
 
 
-def split_by_worker(spec: PipelineSpec, plans: list[SequencePlan]) -> list[list[SequencePlan]]:
-    """Round-robin by group, as verl's dispatch does: each worker gets whole prompts' groups."""
+def split_by_worker(
+    spec: PipelineSpec, plans: list[SequencePlan], dispatch: str = "round_robin"
+) -> list[list[SequencePlan]]:
+    """Deal whole prompt groups to the rollout workers (see :attr:`GraphConfig.dispatch`)."""
     dp, n = spec.resources.dp, spec.rollout.n
+    groups = [plans[g * n : (g + 1) * n] for g in range(len(plans) // n)]
     per_worker: list[list[SequencePlan]] = [[] for _ in range(dp)]
-    for g in range(len(plans) // n):
-        per_worker[g % dp].extend(plans[g * n : (g + 1) * n])
+    if dispatch == "round_robin":
+        for g, group in enumerate(groups):
+            per_worker[g % dp].extend(group)
+        return per_worker
+    if dispatch != "longest_first":
+        raise ValueError(f"dispatch must be round_robin or longest_first, got {dispatch!r}")
+    load = [0] * dp
+    for group in sorted(groups, key=lambda grp: -max(p.response_tokens for p in grp)):
+        w = min(range(dp), key=lambda i: (load[i], i))
+        per_worker[w].extend(group)
+        load[w] += sum(p.total_tokens for p in group)
     return per_worker
 
 
@@ -46,7 +62,7 @@ def build_step_graph(
     step: int,
     config: GraphConfig = GraphConfig(),
 ) -> SubStageGraph:
-    tp, gpus, model = spec.resources.tp, spec.resources.num_gpus, spec.model
+    tp, gpus, model = spec.resources.tp, spec.resources.train_gpus, spec.model
     nodes: list[SubStage] = []
     edges: list[tuple[str, str]] = []
     rollout_ends: list[str] = []
@@ -57,7 +73,7 @@ def build_step_graph(
             "s0/load", SubStageKind.LOAD, 0, None, None, gpus, load_mem, ResourceClass.HOST, config.startup_s
         )
         nodes.append(load)
-    for w, worker_plans in enumerate(split_by_worker(spec, plans)):
+    for w, worker_plans in enumerate(split_by_worker(spec, plans, config.dispatch)):
         if not worker_plans:
             continue
         rollout = simulate_worker(cost, model, worker_plans, tp=tp, buckets=config.buckets)

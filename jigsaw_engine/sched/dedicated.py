@@ -1,15 +1,18 @@
-"""verl's placement: each pipeline on a dedicated, colocated partition of its own devices.
+"""Each pipeline on a dedicated partition of its own devices.
 
-Rollout and training share the partition and alternate strictly (the graph's edges make
-training wait for the whole rollout). Admission is first come, first served, and no pipeline
-overtakes an earlier one. With every pipeline asking for the whole cluster the same policy
-runs them one after another: verl's other deployment, "serial on the whole cluster".
+Colocated (verl): rollout and training share the partition and alternate strictly (the
+graph's edges make training wait for the whole rollout). Disaggregated (``rollout_gpus`` set,
+StreamRL): the first ``rollout_gpus`` devices of the partition generate, the rest train.
+Admission is first come, first served, and no pipeline overtakes an earlier one. With every
+pipeline asking for the whole cluster the same policy runs them one after another: verl's
+other deployment, "serial on the whole cluster".
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from jigsaw_engine.graph.substage import SubStageKind
 from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.sched.protocol import ClusterView
 from jigsaw_engine.spec.pipeline import PipelineSpec
@@ -40,12 +43,15 @@ class DedicatedScheduler:
         for stage in view.ready:
             part = self._partitions[stage.pipeline_id]
             node = stage.node
+            resources = view.specs[stage.pipeline_id].resources
             if node.devices == 0:
                 devices: tuple[int, ...] = ()
             elif node.worker is not None:
                 devices = part[node.worker * node.devices : (node.worker + 1) * node.devices]
-            else:
+            elif node.kind is SubStageKind.LOAD or resources.rollout_gpus is None:
                 devices = part
+            else:
+                devices = part[resources.rollout_gpus :]  # the trainer's own devices
             if any(d in claimed or not view.is_free(d) for d in devices):
                 continue
             claimed.update(devices)

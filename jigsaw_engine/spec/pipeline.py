@@ -46,10 +46,18 @@ class ResourceSpec:
     """Devices the pipeline asks for: data-parallel workers x tensor-parallel degree."""
     tp: int
     """Tensor-parallel degree of one rollout worker."""
+    rollout_gpus: int | None = None
+    """Disaggregated layout (StreamRL, AReaL): this many devices only generate and the rest
+    only train. None: colocated, every device does both in turn (verl)."""
 
     @property
     def dp(self) -> int:
-        return self.num_gpus // self.tp
+        """Rollout workers."""
+        return (self.rollout_gpus or self.num_gpus) // self.tp
+
+    @property
+    def train_gpus(self) -> int:
+        return self.num_gpus - (self.rollout_gpus or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,5 +167,11 @@ def _read_resources(r: SpecReader) -> ResourceSpec:
     if num_gpus % tp:
         r.error("tp", f"must divide resources.num_gpus ({num_gpus}), got {tp}")
         tp = 1
+    rollout_gpus: int | None = None
+    if "rollout_gpus" in r.data:
+        rollout_gpus = r.integer("rollout_gpus", tp, minimum=tp, maximum=max(tp, num_gpus - 1))
+        if rollout_gpus % tp:
+            r.error("rollout_gpus", f"must be a multiple of resources.tp ({tp}), got {rollout_gpus}")
+            rollout_gpus = None
     r.finish()
-    return ResourceSpec(num_gpus=num_gpus, tp=tp)
+    return ResourceSpec(num_gpus=num_gpus, tp=tp, rollout_gpus=rollout_gpus)

@@ -8,10 +8,11 @@ from itertools import pairwise
 
 import pytest
 
-from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy, simulate_workload, workload_lower_bound
+from jigsaw_engine.bench.simulate import POLICIES, Policy, prepare, run_policy, simulate_workload, workload_lower_bound
 from jigsaw_engine.control.cluster_controller import TimelineSpan
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
 from jigsaw_engine.runtime.protocol import Task
+from jigsaw_engine.sched.dedicated import DedicatedScheduler
 from jigsaw_engine.sim.sim_runtime import SimRuntime
 from jigsaw_engine.spec.mixes import build_mix
 from jigsaw_engine.spec.workload_file import parse_workload
@@ -75,10 +76,12 @@ def test_no_device_runs_two_tasks_at_full_share() -> None:
 @pytest.mark.parametrize("staleness", [1, 3])
 def test_async_rollouts_never_run_further_ahead_than_the_staleness_bound(staleness: int) -> None:
     # Step s may start its rollout only once the weights of step s - staleness - 1 are synced.
-    spec = make_spec(mode="async", staleness=staleness, trainer={"total_steps": 6}, workload="math")
+    spec = make_spec(mode="async", staleness=staleness, trainer={"total_steps": 6}, workload="math",
+                     resources={"num_gpus": 4, "rollout_gpus": 2})  # fmt: skip
     raw = {"cluster": {"devices_per_node": 4}, "pipelines": [spec]}
     workload = parse_workload(raw)
-    run = run_policy(POLICIES["verl-dedicated"], workload.cluster, prepare(workload, steps=None, seed=0))
+    as_submitted = Policy("as-submitted", DedicatedScheduler)
+    run = run_policy(as_submitted, workload.cluster, prepare(workload, steps=None, seed=0))
     spans = run.controller.timeline
     synced = {s.step: s.end_s for s in spans if s.kind == "weight_sync"}
     first_rollout = {}
@@ -95,7 +98,8 @@ def test_async_rollouts_never_run_further_ahead_than_the_staleness_bound(stalene
 
 @pytest.mark.parametrize("mix", ["M0", "M1", "M2", "M3", "M5"])
 def test_no_policy_beats_the_lower_bound(mix: str) -> None:
-    result = simulate_workload(build_mix(mix), ["verl-dedicated", "verl-serial"], steps=3, seed=0, timing=False)
+    policies = ["verl-dedicated", "verl-serial", "streamrl-dedicated", "streamrl-serial"]
+    result = simulate_workload(build_mix(mix), policies, steps=3, seed=0, timing=False)
     for name, r in result["policies"].items():
         assert 0 < r["lower_bound_ratio"] <= 1.0, (mix, name, r["lower_bound_ratio"])
         assert r["gpu_time_breakdown"]["idle"] >= -1e-9
@@ -127,3 +131,29 @@ def test_bound_and_runs_use_the_same_sampled_rollouts() -> None:
         workload_lower_bound(workload.cluster, specs).practical_s
         == workload_lower_bound(workload.cluster, prepare(workload, steps=2, seed=5)).practical_s
     )
+
+
+def test_streamrl_pools_never_share_a_device_and_overlap_across_steps() -> None:
+    workload = build_mix("M5")
+    run = run_policy(POLICIES["streamrl-dedicated"], workload.cluster, prepare(workload, steps=4, seed=0))
+    disaggregated = {pid for pid, spec in run.specs.items() if spec.resources.rollout_gpus}
+    assert disaggregated, "the split search chose no disaggregated layout at all"
+    overlapped = False
+    for pid, spans in spans_by_pipeline(run.controller.timeline).items():
+        if pid not in disaggregated:
+            continue
+        rollout_devices = {d for s in spans if s.kind in ROLLOUT for d in s.devices}
+        training_devices = {d for s in spans if s.kind in TRAINING for d in s.devices}
+        assert rollout_devices and training_devices and not rollout_devices & training_devices
+        rollouts = [s for s in spans if s.kind in ROLLOUT]
+        trains = [s for s in spans if s.kind == "train"]
+        overlapped |= any(
+            r.step == t.step + 1 and r.start_s < t.end_s and t.start_s < r.end_s for r in rollouts for t in trains
+        )
+    assert overlapped  # staleness 1: step s + 1 generates while step s trains
+
+
+def test_verl_runs_async_mixes_synchronously() -> None:
+    workload = build_mix("M5")
+    run = run_policy(POLICIES["verl-dedicated"], workload.cluster, prepare(workload, steps=2, seed=0))
+    assert all(spec.staleness == 0 and spec.mode.value == "sync" for spec in run.specs.values())

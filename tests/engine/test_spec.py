@@ -26,6 +26,12 @@ def messages(spec: object) -> dict[str, str]:
         ({"algorithm": "grpoo"}, "algorithm", "did you mean 'grpo'"),
         ({"resources": {"num_gpus": 6, "tp": 4}}, "resources.tp", "must divide resources.num_gpus (6), got 4"),
         ({"staleness": 2}, "staleness", "must be 0 when mode is 'sync'"),
+        (
+            {"resources": {"num_gpus": 4, "tp": 2, "rollout_gpus": 3}},
+            "resources.rollout_gpus",
+            "multiple of resources.tp (2)",
+        ),
+        ({"resources": {"num_gpus": 4, "rollout_gpus": 4}}, "resources.rollout_gpus", "must be <= 3, got 4"),
         ({"rollout": {"nn": 4}}, "rollout.nn", "unknown field; did you mean 'n'?"),
         ({"trainer": {"total_steps": True}}, "trainer.total_steps", "must be an integer, got True"),
     ],
