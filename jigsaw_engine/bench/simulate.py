@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jigsaw_engine.bench.rollmux_plan import plan_rollmux
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
@@ -76,6 +77,8 @@ class Policy:
     make_scheduler: Callable[[], Scheduler]
     transform: Transform = _as_is
     graph_config: GraphConfig = field(default_factory=GraphConfig)
+    plan: Callable[[ClusterSpec, dict[str, PipelineSpec]], tuple[dict[str, PipelineSpec], Scheduler]] | None = None
+    """For policies whose layout spans jobs (RollMux's groups): specs and scheduler at once."""
 
 
 POLICIES: dict[str, Policy] = {
@@ -85,6 +88,7 @@ POLICIES: dict[str, Policy] = {
         Policy("verl-serial", DedicatedScheduler, lambda s, c: _synchronous(_whole_cluster(s, c), c)),
         Policy("streamrl-dedicated", DedicatedScheduler, _streamrl, STREAMRL_GRAPH),
         Policy("streamrl-serial", DedicatedScheduler, lambda s, c: _streamrl(_whole_cluster(s, c), c), STREAMRL_GRAPH),
+        Policy("rollmux", DedicatedScheduler, plan=plan_rollmux),
     )
 }
 COMPOSITE = {"verl": ("verl-dedicated", "verl-serial"), "streamrl": ("streamrl-dedicated", "streamrl-serial")}
@@ -113,8 +117,11 @@ def prepare(workload: WorkloadFile, *, steps: int | None, seed: int) -> dict[str
 
 def run_policy(policy: Policy, cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -> PolicyRun:
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    controller = ClusterController(cluster, cost, scheduler=policy.make_scheduler(), graph_config=policy.graph_config)
-    applied = {pid: policy.transform(spec, cluster) for pid, spec in specs.items()}
+    if policy.plan is not None:
+        applied, scheduler = policy.plan(cluster, specs)
+    else:
+        applied, scheduler = {pid: policy.transform(s, cluster) for pid, s in specs.items()}, policy.make_scheduler()
+    controller = ClusterController(cluster, cost, scheduler=scheduler, graph_config=policy.graph_config)
     for pid, spec in applied.items():
         controller.submit(pid, spec)
     makespan = controller.run_until_idle()

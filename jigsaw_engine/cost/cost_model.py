@@ -14,6 +14,8 @@ FRAMEWORK_FACTOR = 1.2
 """Public verl / NeMo-RL step times run about 20% slower than the bare-model estimate."""
 STAGE_OVERHEAD_S = 0.5
 """Fixed cost per stage launch (worker RPCs, batch assembly)."""
+WAKE_S = 0.5
+"""Fixed cost of resuming a parked job on a device (process wake-up, allocator, NCCL groups)."""
 LINEAR_OPS_PER_LAYER = 4
 """QKV projection, output projection, MLP up (gate+up fused), MLP down: one GEMM kernel each."""
 ROOFLINE_SMOOTHING_P = 2.0
@@ -91,6 +93,13 @@ class RooflineCostModel:
     def weight_sync_s(self, model: ModelSpec) -> float:
         d = self.device
         return d.sync_alpha_s + model.weight_bytes_bf16 / d.sync_bytes_per_s
+
+    def context_switch_s(self, model: ModelSpec, *, num_gpus: int, training: bool) -> float:
+        """Bring a job's state back from host memory onto ``num_gpus`` devices (warm start):
+        the bf16 weights for rollout, the full training state (16 bytes per parameter) for
+        training, over PCIe, plus a fixed wake-up."""
+        bytes_per_param = 16.0 if training else 2.0
+        return bytes_per_param * model.num_params / (num_gpus * self.device.pcie_bytes_per_s) + WAKE_S
 
     def kv_capacity_tokens(self, model: ModelSpec, *, tp: int = 1, mem_fraction: float = 0.9) -> int:
         """Tokens of KV cache that fit beside the weights on one rollout worker."""

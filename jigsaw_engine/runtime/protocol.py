@@ -23,6 +23,9 @@ class Task:
     """Device indices it occupies (empty for host-bound work)."""
     share: float = 1.0
     """Fraction of each device's compute it gets (1.0 = the device to itself)."""
+    setup_s: float = 0.0
+    """Time before the work itself: bringing another job's state onto the devices (a context
+    switch from host memory), charged by the scheduler that chose to switch."""
 
     @property
     def task_id(self) -> str:

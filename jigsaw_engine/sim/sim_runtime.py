@@ -37,7 +37,7 @@ class SimRuntime:
         for d in task.devices:
             self._load[d] = self._load.get(d, 0.0) + task.share
         self._seq += 1
-        end = self._now_s + task.node.duration_s / task.share
+        end = self._now_s + task.setup_s + task.node.duration_s / task.share
         heapq.heappush(self._running, (end, self._seq, task, self._now_s))
 
     def next_event_s(self) -> float | None:
