@@ -1,26 +1,52 @@
 """``SimRuntime``: the :class:`~jigsaw_engine.runtime.protocol.Runtime` on a virtual clock.
 
-Deterministic: finishing tasks are ordered by (time, start sequence). A task given a share
-``s`` of its devices runs ``1/s`` times longer; how co-running sub-stages slow each other
-beyond that is the interference model's job, applied by whoever chooses the share.
+Deterministic: finishing tasks are ordered by (time, start sequence). Each task carries its
+remaining work in seconds-at-full-device and runs at a rate the runtime derives, never the
+scheduler: alone with the whole device a task runs at rate 1; given a share of a device, or
+sharing one with another sub-stage, its rate comes from the interference table
+(:mod:`jigsaw_engine.cost.interference`), and it is re-derived whenever a co-runner starts or
+finishes, so a sub-stage left alone speeds up again. A task's ``setup_s`` (a context switch
+over PCIe) runs first, at full speed. At most two sub-stages share a device: the table
+describes pairs.
 """
 
 from __future__ import annotations
 
-import heapq
+from dataclasses import dataclass
 
+from jigsaw_engine.cost.interference import InterferenceTable, device_class, load_interference_table
 from jigsaw_engine.runtime.protocol import Task, TaskFinished
 
 SHARE_EPSILON = 1e-9
+TIME_EPSILON = 1e-9
+
+
+@dataclass(slots=True)
+class _Running:
+    task: Task
+    seq: int
+    start_s: float
+    setup_left_s: float
+    work_left_s: float
+    rate: float = 1.0
+
+    def eta_s(self, now_s: float) -> float:
+        return now_s + self.setup_left_s + self.work_left_s / self.rate
+
+    def run_for(self, dt: float) -> None:
+        setup = min(dt, self.setup_left_s)
+        self.setup_left_s -= setup
+        self.work_left_s = max(0.0, self.work_left_s - (dt - setup) * self.rate)
 
 
 class SimRuntime:
-    def __init__(self, num_devices: int) -> None:
+    def __init__(self, num_devices: int, interference: InterferenceTable | None = None) -> None:
         self.num_devices = num_devices
+        self.interference = interference or load_interference_table()
         self._now_s = 0.0
         self._seq = 0
-        self._running: list[tuple[float, int, Task, float]] = []  # (end, seq, task, start)
-        self._load: dict[int, float] = {}
+        self._running: dict[str, _Running] = {}
+        self._on_device: dict[int, list[str]] = {}
 
     @property
     def now_s(self) -> float:
@@ -29,44 +55,83 @@ class SimRuntime:
     def start(self, task: Task) -> None:
         if not 0 < task.share <= 1:
             raise ValueError(f"share must be in (0, 1], got {task.share}")
+        if task.task_id in self._running:
+            raise ValueError(f"{task.task_id} is already running")
+        load = self.device_load()
         for d in task.devices:
             if not 0 <= d < self.num_devices:
                 raise ValueError(f"device {d} does not exist (cluster has {self.num_devices})")
-            if self._load.get(d, 0.0) + task.share > 1 + SHARE_EPSILON:
-                raise ValueError(f"device {d} is already {self._load[d]:.0%} busy; cannot add {task.share:.0%}")
-        for d in task.devices:
-            self._load[d] = self._load.get(d, 0.0) + task.share
+            if load.get(d, 0.0) + task.share > 1 + SHARE_EPSILON:
+                raise ValueError(f"device {d} is already {load[d]:.0%} busy; cannot add {task.share:.0%}")
+            if len(self._on_device.get(d, [])) >= 2:
+                raise ValueError(f"device {d} already runs two sub-stages; the interference table covers pairs")
         self._seq += 1
-        end = self._now_s + task.setup_s + task.node.duration_s / task.share
-        heapq.heappush(self._running, (end, self._seq, task, self._now_s))
+        self._running[task.task_id] = _Running(task, self._seq, self._now_s, task.setup_s, task.node.duration_s)
+        for d in task.devices:
+            self._on_device.setdefault(d, []).append(task.task_id)
+        self._rerate(task.devices)
 
     def next_event_s(self) -> float | None:
-        return self._running[0][0] if self._running else None
+        return min((r.eta_s(self._now_s) for r in self._running.values()), default=None)
 
     def advance_to(self, time_s: float) -> list[TaskFinished]:
         finished: list[TaskFinished] = []
-        while self._running and self._running[0][0] <= time_s:
-            end, _, task, start = heapq.heappop(self._running)
-            self._free(task)
-            finished.append(TaskFinished(task, start, end))
-        self._now_s = max(self._now_s, time_s)
+        while self._running:
+            nxt = self.next_event_s()
+            assert nxt is not None
+            if nxt > time_s:
+                break
+            self._run_until(nxt)
+            done = sorted((r for r in self._running.values() if r.eta_s(nxt) <= nxt + TIME_EPSILON), key=lambda r: r.seq)
+            for r in done:
+                self._remove(r.task)
+                finished.append(TaskFinished(r.task, r.start_s, nxt))
+            self._rerate(tuple(d for r in done for d in r.task.devices))
+        self._run_until(max(self._now_s, time_s))
         return finished
 
     def abort(self, pipeline_id: str) -> list[Task]:
-        aborted = [entry[2] for entry in self._running if entry[2].pipeline_id == pipeline_id]
-        self._running = [entry for entry in self._running if entry[2].pipeline_id != pipeline_id]
-        heapq.heapify(self._running)
+        aborted = [r.task for r in self._running.values() if r.task.pipeline_id == pipeline_id]
         for task in aborted:
-            self._free(task)
+            self._remove(task)
+        self._rerate(tuple(d for t in aborted for d in t.devices))
         return aborted
 
-    def _free(self, task: Task) -> None:
-        for d in task.devices:
-            left = self._load[d] - task.share
-            if left <= SHARE_EPSILON:
-                del self._load[d]
-            else:
-                self._load[d] = left
-
     def device_load(self) -> dict[int, float]:
-        return dict(self._load)
+        return {d: sum(self._running[t].task.share for t in ids) for d, ids in self._on_device.items()}
+
+    def rate_of(self, task_id: str) -> float:
+        """The current speed of a running task relative to the device to itself."""
+        return self._running[task_id].rate
+
+    # -- internals ---------------------------------------------------------------------
+    def _run_until(self, time_s: float) -> None:
+        dt = time_s - self._now_s
+        if dt > 0:
+            for r in self._running.values():
+                r.run_for(dt)
+        self._now_s = time_s
+
+    def _remove(self, task: Task) -> None:
+        del self._running[task.task_id]
+        for d in task.devices:
+            ids = self._on_device[d]
+            ids.remove(task.task_id)
+            if not ids:
+                del self._on_device[d]
+
+    def _rerate(self, devices: tuple[int, ...]) -> None:
+        """Re-derive the rate of every task on ``devices``: its slowest device decides."""
+        affected = {t for d in devices for t in self._on_device.get(d, [])}
+        for task_id in affected:
+            r = self._running[task_id]
+            slowdown = max((self._slowdown_on(d, r.task) for d in r.task.devices), default=1.0)
+            r.rate = 1.0 / slowdown
+
+    def _slowdown_on(self, device: int, task: Task) -> float:
+        others = [self._running[t].task for t in self._on_device[device] if t != task.task_id]
+        cls = device_class(task.node.resource)
+        if not others:
+            return self.interference.slowdown(cls, task.share)
+        other = others[0]
+        return self.interference.slowdown(cls, task.share, device_class(other.node.resource), other.share)

@@ -27,17 +27,33 @@ def node(duration_s: float, name: str = "n") -> SubStage:
 
 
 def test_sim_runtime_shares_devices_and_finishes_in_order() -> None:
+    # Two compute-bound halves of one device: each runs at 1/2.1 of full speed (half the SMs,
+    # x1.05 co-run overhead in the interference table); once b ends, a runs alone at 1/2.
     rt = SimRuntime(2)
-    rt.start(Task("a", node(4.0, "a"), (0,), share=0.5))  # half a device: takes 8 s
-    rt.start(Task("b", node(3.0, "b"), (0,), share=0.5))  # takes 6 s
+    rt.start(Task("a", node(4.0, "a"), (0,), share=0.5))
+    rt.start(Task("b", node(3.0, "b"), (0,), share=0.5))
     with pytest.raises(ValueError, match="already 100% busy"):
         rt.start(Task("c", node(1.0, "c"), (0,), share=0.1))
     with pytest.raises(ValueError, match="device 5 does not exist"):
         rt.start(Task("d", node(1.0, "d"), (5,)))
-    assert rt.next_event_s() == 6.0
+    assert rt.next_event_s() == pytest.approx(6.3)
     done = rt.advance_to(100.0)
-    assert [(f.task.pipeline_id, f.end_s) for f in done] == [("b", 6.0), ("a", 8.0)]
+    assert [(f.task.pipeline_id, round(f.end_s, 6)) for f in done] == [("b", 6.3), ("a", 8.3)]
     assert rt.device_load() == {}
+
+
+def test_memory_bound_tail_beside_training_costs_each_less_than_taking_turns() -> None:
+    tail = SubStage("tail", SubStageKind.DECODE, 0, 0, "tail", 1, 0.0, ResourceClass.MEMORY, 10.0)
+    rt = SimRuntime(1)
+    rt.start(Task("a", tail, (0,), share=0.3))
+    assert rt.rate_of("a/tail") == pytest.approx(1.0)  # a tail needs few SMs: alone on 30% it runs at full speed
+    rt.start(Task("b", node(10.0, "train"), (0,), share=0.7))
+    done = rt.advance_to(100.0)
+    ends = {f.task.pipeline_id: f.end_s for f in done}
+    # Table: memory 0.3 beside compute 0.7 -> 1.1655 / 1.665; compute alone on 0.7 -> 1.4286.
+    assert ends["a"] == pytest.approx(11.655)
+    assert ends["b"] == pytest.approx(11.655 + (10.0 - 11.655 / 1.665) * 1.4286)
+    assert max(ends.values()) < 20.0  # sooner than one after the other
 
 
 def spans_by_pipeline(spans: list[TimelineSpan]) -> dict[str, list[TimelineSpan]]:
