@@ -70,9 +70,14 @@ class SubStageGraph:
     edges: tuple[tuple[str, str], ...]
     enables_rollout_of_step: int
     _index: dict[str, SubStage] = field(default_factory=dict, compare=False, repr=False)
+    _preds: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self._index.update({n.node_id: n for n in self.nodes})
+        for n in self.nodes:
+            self._preds[n.node_id] = []
+        for a, b in self.edges:
+            self._preds[b].append(a)
 
     def node(self, node_id: str) -> SubStage:
         return self._index[node_id]
@@ -81,7 +86,7 @@ class SubStageGraph:
         return (n for n in self.nodes if n.kind is kind)
 
     def predecessors(self, node_id: str) -> list[str]:
-        return [a for a, b in self.edges if b == node_id]
+        return self._preds[node_id]
 
     def critical_path_s(self) -> float:
         """Longest chain of durations through the graph (nodes are stored in topological order)."""

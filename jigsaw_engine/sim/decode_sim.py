@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.sim.lengths import SequencePlan
@@ -21,9 +23,14 @@ from jigsaw_engine.spec.models import ModelSpec
 class _Seq:
     plan: SequencePlan
     turn: int = 0
-    remaining: int = 0
     context: int = 0
+    """Context tokens when the sequence last joined the batch (tokens since then come on top)."""
+    joined_at: int = 0
+    """The worker's iteration counter when it joined."""
     reserved: int = 0
+
+    def context_at(self, iteration: int) -> int:
+        return self.context + iteration - self.joined_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,16 +81,34 @@ def simulate_worker(
     tp: int = 1,
     buckets: DecodeBuckets = DecodeBuckets(),
 ) -> WorkerRollout:
+    """One worker's rollout of ``plans``. The result is shared between identical calls (every
+    policy of a benchmark replays the same rollouts): treat it as read-only."""
+    return _simulate_worker(cost, model, tuple(plans), tp, buckets)
+
+
+@lru_cache(maxsize=8192)
+def _simulate_worker(
+    cost: RooflineCostModel, model: ModelSpec, plans: tuple[SequencePlan, ...], tp: int, buckets: DecodeBuckets
+) -> WorkerRollout:
     out = WorkerRollout()
     capacity = cost.kv_capacity_tokens(model, tp=tp)
     pending = [_Seq(p) for p in plans]
     pending.reverse()  # pop() admits in submission order
-    running: list[_Seq] = []
+    # Running sequences in a heap by the iteration at which their turn ends: each batch change
+    # costs O(log B), not a pass over the batch.
+    running: list[tuple[int, int, _Seq]] = []  # (ends_at_iteration, tie, seq)
     waiting: list[tuple[float, int, _Seq]] = []  # (wake_s, tie, seq): tool calls in flight
     reserved = 0
     context = 0
+    iteration = 0
     t = 0.0
     tie = 0
+
+    def join(s: _Seq, context_tokens: int) -> None:
+        nonlocal tie
+        s.context, s.joined_at = context_tokens, iteration
+        tie += 1
+        heapq.heappush(running, (iteration + s.plan.turn_tokens[s.turn], tie, s))
 
     while pending or running or waiting:
         # Admit what fits: a sequence reserves its full worst-case context, so it never
@@ -97,11 +122,9 @@ def simulate_worker(
             pending.pop()
             reserved += need
             s.reserved = need
-            s.remaining = s.plan.turn_tokens[0]
-            s.context = s.plan.prompt_tokens
-            context += s.context
+            context += s.plan.prompt_tokens
             admitted_tokens += s.plan.prompt_tokens
-            running.append(s)
+            join(s, s.plan.prompt_tokens)
         if admitted_tokens:
             dt = cost.prefill_s(model, tokens=admitted_tokens, tp=tp)
             t += dt
@@ -111,7 +134,7 @@ def simulate_worker(
             wake_s, _, s = heapq.heappop(waiting)
             out.tool_wait_s += max(0.0, wake_s - t)
             t = max(t, wake_s)
-            context += _rejoin(s, running)
+            context += _rejoin(s, join)
             dt = cost.prefill_s(model, tokens=s.plan.tool_output_tokens, tp=tp)
             t += dt
             out.prefill_s += dt
@@ -119,7 +142,7 @@ def simulate_worker(
 
         batch = len(running)
         out.batch_trace.append((t, batch))
-        k = min(s.remaining for s in running)
+        k = running[0][0] - iteration
         if waiting:
             per_iter = cost.decode_iteration_s(model, batch=batch, context_tokens=context, tp=tp)
             k = max(1, min(k, math.ceil((waiting[0][0] - t) / per_iter)))
@@ -132,26 +155,23 @@ def simulate_worker(
         out.bucket_s[bucket] += dt
         out.bucket_tokens[bucket] += k * batch
         context += k * batch
+        iteration += k
         out.peak_context_tokens = max(out.peak_context_tokens, context)
 
-        still: list[_Seq] = []
-        for s in running:
-            s.remaining -= k
-            s.context += k
-            if s.remaining > 0:
-                still.append(s)
-            elif s.turn + 1 < len(s.plan.turn_tokens):
+        while running and running[0][0] <= iteration:
+            _, _, s = heapq.heappop(running)
+            s.context = s.context_at(iteration)
+            if s.turn + 1 < len(s.plan.turn_tokens):
                 tie += 1
                 heapq.heappush(waiting, (t + s.plan.tool_waits_s[s.turn], tie, s))
             else:
                 context -= s.context
                 reserved -= s.reserved
-        running = still
 
         rejoined_tokens = 0
         while waiting and waiting[0][0] <= t:
             _, _, s = heapq.heappop(waiting)
-            context += _rejoin(s, running)
+            context += _rejoin(s, join)
             rejoined_tokens += s.plan.tool_output_tokens
         if rejoined_tokens:
             dt = cost.prefill_s(model, tokens=rejoined_tokens, tp=tp)
@@ -162,10 +182,8 @@ def simulate_worker(
     return out
 
 
-def _rejoin(s: _Seq, running: list[_Seq]) -> int:
+def _rejoin(s: _Seq, join: Callable[[_Seq, int], None]) -> int:
     """Start the next turn after a tool call; returns the context tokens it appends."""
     s.turn += 1
-    s.remaining = s.plan.turn_tokens[s.turn]
-    s.context += s.plan.tool_output_tokens
-    running.append(s)
+    join(s, s.context + s.plan.tool_output_tokens)
     return s.plan.tool_output_tokens

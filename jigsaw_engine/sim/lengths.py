@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 
 from jigsaw_engine.spec.pipeline import PipelineSpec
+from jigsaw_engine.spec.workloads import WorkloadSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +37,20 @@ def step_rng(seed: int, step: int) -> random.Random:
 
 def sample_step(spec: PipelineSpec, step: int) -> list[SequencePlan]:
     """The sequences of one step, grouped: ``rollout.n`` consecutive plans share a prompt."""
-    rng = step_rng(spec.seed, step)
-    w = spec.workload
-    cap = spec.rollout.max_response_length
+    return list(_sample(spec.seed, spec.workload, spec.train_batch_size, spec.rollout.n,
+                        spec.rollout.max_response_length, step))  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _sample(seed: int, w: WorkloadSpec, batch: int, n: int, cap: int, step: int) -> tuple[SequencePlan, ...]:
+    # Cached: every policy of a benchmark replays the same seeds, and searches replay them again.
+    rng = step_rng(seed, step)
     rho = w.group_correlation
     plans: list[SequencePlan] = []
-    for _ in range(spec.train_batch_size):
+    for _ in range(batch):
         z_group = rng.gauss(0.0, 1.0)
         num_turns = _draw_turns(rng, w.turn_weights)
-        for _ in range(spec.rollout.n):
+        for _ in range(n):
             turns: list[int] = []
             budget = cap
             for _ in range(num_turns):
@@ -59,7 +66,7 @@ def sample_step(spec: PipelineSpec, step: int) -> list[SequencePlan]:
                 for _ in range(len(turns) - 1)
             )
             plans.append(SequencePlan(w.prompt_tokens, tuple(turns), waits, w.tool_output_tokens))
-    return plans
+    return tuple(plans)
 
 
 def _draw_turns(rng: random.Random, weights: tuple[float, ...]) -> int:

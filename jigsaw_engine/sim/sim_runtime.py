@@ -82,7 +82,9 @@ class SimRuntime:
             if nxt > time_s:
                 break
             self._run_until(nxt)
-            done = sorted((r for r in self._running.values() if r.eta_s(nxt) <= nxt + TIME_EPSILON), key=lambda r: r.seq)
+            done = sorted(
+                (r for r in self._running.values() if r.eta_s(nxt) <= nxt + TIME_EPSILON), key=lambda r: r.seq
+            )
             for r in done:
                 self._remove(r.task)
                 finished.append(TaskFinished(r.task, r.start_s, nxt))
