@@ -2,7 +2,7 @@
 
     jigsaw validate job.yaml
     jigsaw simulate --mix M0 --policies verl,verl-dedicated,verl-serial --json out.json
-    jigsaw simulate --workload mix.yaml --steps 20 --seed 0
+    jigsaw simulate --workload mix.yaml --steps 20 --seed 0 --timeline out.png
 
 The simulation runs the production controller and schedulers on a virtual clock; with
 ``--deterministic`` (no wall-clock decision latencies) the same inputs give byte-identical JSON.
@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from jigsaw_engine.bench.simulate import AVAILABLE, simulate_workload
+from jigsaw_engine.bench.simulate import AVAILABLE, PolicyRun, simulate_workload
+from jigsaw_engine.bench.timeline_plot import write_timeline_png
 from jigsaw_engine.errors import SpecError
 from jigsaw_engine.spec.mixes import MIXES, build_mix
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
@@ -40,8 +42,25 @@ def _print_table(result: dict[str, Any]) -> None:
         print(f"{name:16s} {figures}{chosen}")
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+class _ProgressBar:
+    """Policies done out of all, on stderr: redrawn in place on a terminal, a line each otherwise."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        width = 24
+        filled = width * done // max(1, total)
+        elapsed = time.monotonic() - self._started
+        line = f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name:20s} {elapsed:6.1f} s"
+        end = "\n" if not self._tty or done == total else ""
+        print(("\r" if self._tty else "") + line, end=end, file=sys.stderr, flush=True)
+
+
+def _timeline_path(base: Path, policy: str, count: int) -> Path:
+    """``--timeline out.png``: that file for one policy, ``out-<policy>.png`` for several."""
+    return base if count == 1 else base.with_name(f"{base.stem}-{policy}{base.suffix or '.png'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", type=Path, default=None, help="write the results here")
     s.add_argument("--deterministic", action="store_true", help="leave out wall-clock decision latencies")
+    s.add_argument(
+        "--timeline", type=Path, default=None, help="write a Gantt chart PNG of each policy's run (needs matplotlib)"
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "validate":
@@ -77,8 +99,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--steps: must be >= 1, got {args.steps}", file=sys.stderr)
             return 2
         workload = build_mix(args.mix, variant=args.variant) if args.mix else load_workload_file(args.workload)
+        runs: dict[str, PolicyRun] = {}
         result = simulate_workload(
-            workload, policies, steps=args.steps, seed=args.seed, timing=not args.deterministic, progress=_progress
+            workload,
+            policies,
+            steps=args.steps,
+            seed=args.seed,
+            timing=not args.deterministic,
+            progress=_ProgressBar(),
+            on_run=runs.__setitem__ if args.timeline else lambda name, run: None,
         )
     except SpecError as exc:
         for error in exc.errors:
@@ -90,6 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     _print_table(result)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.timeline is not None:
+        for policy, figures in result["policies"].items():
+            run = runs[figures.get("chosen", policy)]
+            path = _timeline_path(args.timeline, policy, len(result["policies"]))
+            title = f"{policy}: {workload.cluster.num_devices} x {workload.cluster.device_type}"
+            write_timeline_png(run.controller.timeline, workload.cluster.num_devices, path, title=title,
+                               pipeline_names=run.names)  # fmt: skip
+            print(f"timeline: {path}")
     return 0
 
 

@@ -65,7 +65,8 @@ def _best_group(
     return best
 
 
-def _groupings(order: list[str]) -> list[list[tuple[str, ...]]]:
+def candidate_groupings(order: list[str]) -> list[list[tuple[str, ...]]]:
+    """Every job alone, complementary pairs (the largest with the smallest), all together."""
     singles: list[tuple[str, ...]] = [(pid,) for pid in order]
     pairs: list[tuple[str, ...]] = [(order[i], order[-1 - i]) for i in range(len(order) // 2)]
     if len(order) % 2:
@@ -78,7 +79,7 @@ def plan_rollmux(
 ) -> tuple[dict[str, PipelineSpec], RollMuxScheduler]:
     order = sorted(specs, key=lambda pid: -specs[pid].resources.num_gpus)
     best: tuple[float, list[CoExecutionGroup]] | None = None
-    for grouping in _groupings(order):
+    for grouping in candidate_groupings(order):
         groups: list[CoExecutionGroup] = []
         tokens, makespan, start, feasible = 0, 0.0, 0, True
         for members in grouping:

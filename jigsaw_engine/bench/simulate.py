@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from jigsaw_engine.bench.muxserve_plan import plan_muxserve
 from jigsaw_engine.bench.rollmux_plan import plan_rollmux
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
@@ -43,17 +44,38 @@ def _whole_cluster(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
 
 
 STREAMRL_GRAPH = GraphConfig(dispatch="longest_first")
+AREAL_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True, interrupt_reprefill=True)
+AREAL_TAIL_SHARE = 0.3
+"""AReaL's continuous batching: a worker's tail decode holds this share of its devices while
+the next step's generation takes the rest (memory-bound tails need few SMs)."""
 SEARCH_STEPS = 3
 """Steps each candidate configuration of a baseline's knob search is simulated for."""
 
 
-def _alone_throughput(spec: PipelineSpec, cluster: ClusterSpec, graph_config: GraphConfig) -> float:
-    steps = min(SEARCH_STEPS, spec.total_steps)
+def _areal_scheduler() -> Scheduler:
+    return DedicatedScheduler(tail_share=AREAL_TAIL_SHARE)
+
+
+def _alone_throughput(
+    spec: PipelineSpec, cluster: ClusterSpec, graph_config: GraphConfig, make_scheduler: Callable[[], Scheduler]
+) -> float:
+    steps = min(SEARCH_STEPS + spec.staleness, spec.total_steps)  # async: long enough to reach steady state
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    controller = ClusterController(cluster, cost, graph_config=graph_config)
+    controller = ClusterController(cluster, cost, scheduler=make_scheduler(), graph_config=graph_config)
     controller.submit("search", replace(spec, total_steps=steps))
     makespan = controller.run_until_idle()
     return controller.finished_runs()["search"].tokens / makespan
+
+
+def _best_pool_split(
+    spec: PipelineSpec, cluster: ClusterSpec, graph: GraphConfig, make_scheduler: Callable[[], Scheduler]
+) -> PipelineSpec:
+    """The pipeline's best layout: colocated, or every split into rollout and training pools."""
+    res = spec.resources
+    candidates = [spec] + [
+        replace(spec, resources=replace(res, rollout_gpus=r)) for r in range(res.tp, res.num_gpus, res.tp)
+    ]
+    return max(candidates, key=lambda c: _alone_throughput(c, cluster, graph, make_scheduler))
 
 
 def _streamrl(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
@@ -63,12 +85,19 @@ def _streamrl(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
     StreamRL's overlap needs the one-step lag."""
     if spec.mode is not SyncMode.ASYNC:
         return spec
-    base = replace(spec, staleness=min(spec.staleness, 1))
-    res = base.resources
-    candidates = [base] + [
-        replace(base, resources=replace(res, rollout_gpus=r)) for r in range(res.tp, res.num_gpus, res.tp)
-    ]
-    return max(candidates, key=lambda c: _alone_throughput(c, cluster, STREAMRL_GRAPH))
+    return _best_pool_split(
+        replace(spec, staleness=min(spec.staleness, 1)), cluster, STREAMRL_GRAPH, DedicatedScheduler
+    )
+
+
+def _areal(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
+    """AReaL: fully asynchronous with the pipeline's staleness bound, at most 4; interruptible
+    rollouts (each weight update re-prefills what is in flight) and continuous generation
+    across steps; the pool split searched per pipeline as for StreamRL. Sync pipelines keep
+    verl's layout: their next rollout needs this step's weights."""
+    if spec.mode is not SyncMode.ASYNC:
+        return spec
+    return _best_pool_split(replace(spec, staleness=min(spec.staleness, 4)), cluster, AREAL_GRAPH, _areal_scheduler)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +117,17 @@ POLICIES: dict[str, Policy] = {
         Policy("verl-serial", DedicatedScheduler, lambda s, c: _synchronous(_whole_cluster(s, c), c)),
         Policy("streamrl-dedicated", DedicatedScheduler, _streamrl, STREAMRL_GRAPH),
         Policy("streamrl-serial", DedicatedScheduler, lambda s, c: _streamrl(_whole_cluster(s, c), c), STREAMRL_GRAPH),
+        Policy("areal-dedicated", _areal_scheduler, _areal, AREAL_GRAPH),
+        Policy("areal-serial", _areal_scheduler, lambda s, c: _areal(_whole_cluster(s, c), c), AREAL_GRAPH),
         Policy("rollmux", DedicatedScheduler, plan=plan_rollmux),
+        Policy("muxserve", DedicatedScheduler, plan=plan_muxserve),
     )
 }
-COMPOSITE = {"verl": ("verl-dedicated", "verl-serial"), "streamrl": ("streamrl-dedicated", "streamrl-serial")}
+COMPOSITE = {
+    "verl": ("verl-dedicated", "verl-serial"),
+    "streamrl": ("streamrl-dedicated", "streamrl-serial"),
+    "areal": ("areal-dedicated", "areal-serial"),
+}
 """A composite reports its best member: a single-job system deployed the better of two ways
 on a shared cluster (a partition per job, or jobs one after another on all of it)."""
 AVAILABLE = tuple(POLICIES) + tuple(COMPOSITE)
@@ -194,8 +230,12 @@ def simulate_workload(
     steps: int | None,
     seed: int,
     timing: bool = True,
-    progress: Callable[[str], None] = lambda _: None,
+    progress: Callable[[int, int, str], None] = lambda done, total, name: None,
+    on_run: Callable[[str, PolicyRun], None] = lambda name, run: None,
 ) -> dict[str, Any]:
+    """Every policy (composites: each member, reporting the best) on the same specs and seeds.
+    ``progress(done, total, name)`` is called before each policy runs and once at the end;
+    ``on_run`` receives each finished run (its controller holds the timeline)."""
     unknown = [p for p in policies if p not in AVAILABLE]
     if unknown:
         raise ValueError(f"unknown policies {unknown}; available: {', '.join(AVAILABLE)}")
@@ -205,10 +245,13 @@ def simulate_workload(
     bound = workload_lower_bound(cluster, specs)
     members = sorted({m for p in policies for m in COMPOSITE.get(p, (p,))})
     results: dict[str, dict[str, Any]] = {}
-    for i, name in enumerate(members, 1):
-        progress(f"[{i}/{len(members)}] {name}")
-        results[name] = summarize(run_policy(POLICIES[name], cluster, specs), cluster, alone, timing=timing)
+    for i, name in enumerate(members):
+        progress(i, len(members), name)
+        run = run_policy(POLICIES[name], cluster, specs)
+        on_run(name, run)
+        results[name] = summarize(run, cluster, alone, timing=timing)
         results[name]["lower_bound_ratio"] = bound.practical_s / results[name]["makespan_s"]
+    progress(len(members), len(members), "done")
     report: dict[str, dict[str, Any]] = {}
     for p in policies:
         if p in COMPOSITE:

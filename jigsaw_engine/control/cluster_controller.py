@@ -7,8 +7,9 @@ After every event it admits queued pipelines, builds the graphs of steps that ma
 collects ready sub-stages, asks the scheduler and starts what it decides. Whatever the policy,
 the readiness rule keeps these invariants:
 - a sub-stage starts only after its predecessors in its step's graph;
-- a worker's rollout of step ``s`` starts after its rollout of ``s - 1`` and after the weight
-  sync of step ``s - staleness - 1`` (sync pipelines: staleness 0);
+- a worker's rollout of step ``s`` starts after its rollout of ``s - 1`` (with
+  ``GraphConfig.overlap_rollouts``, once that is down to its tail and tool waits) and after the
+  weight sync of step ``s - staleness - 1`` (sync pipelines: staleness 0);
 - a pipeline's device work outside rollout (log-probs, training, sync) is sequential across
   steps: step ``s`` waits for the weight sync of ``s - 1``.
 """
@@ -74,6 +75,10 @@ class _Run:
     @property
     def lag(self) -> int:
         return self.spec.staleness if self.spec.mode is SyncMode.ASYNC else 0
+
+
+def _tail_or_tool(node: SubStage) -> bool:
+    return node.kind is SubStageKind.TOOL or (node.kind is SubStageKind.DECODE and node.bucket == "tail")
 
 
 class ClusterController:
@@ -220,8 +225,10 @@ class ClusterController:
             return False
         if node.worker is not None:  # rollout: weights and the worker's previous rollout
             previous = run.graphs.get(s - 1)
+            overlap = self.graph_config.overlap_rollouts and run.lag > 0
             if previous is not None and any(
-                n.worker == node.worker and (s - 1, n.node_id) not in run.done for n in previous.nodes
+                n.worker == node.worker and (s - 1, n.node_id) not in run.done and not (overlap and _tail_or_tool(n))
+                for n in previous.nodes
             ):
                 return False
             return s - run.lag - 1 < run.steps_done
@@ -248,7 +255,8 @@ class ClusterController:
     def _on_finished(self, finished: TaskFinished) -> None:
         task, node = finished.task, finished.task.node
         span = TimelineSpan(task.pipeline_id, node.kind.value, node.bucket, node.step, node.worker,
-                            task.devices, finished.start_s, finished.end_s, task.share)  # fmt: skip
+                            task.devices, finished.start_s, finished.end_s,
+                            task.share if finished.mean_share is None else finished.mean_share)  # fmt: skip
         self.timeline.append(span)
         run = self._runs[task.pipeline_id]
         if run.state.is_terminal:

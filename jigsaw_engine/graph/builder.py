@@ -30,6 +30,14 @@ class GraphConfig:
     startup_s: float = 0.0
     """Time to load weights and start workers before step 0 (a ``load`` node on all the
     pipeline's devices); 0 leaves it out, as benchmarks of steady-state throughput do."""
+    overlap_rollouts: bool = False
+    """Continuous generation across steps (AReaL): an async pipeline's worker may begin its
+    next step's rollout once this step's is down to its tail; the controller lets the next
+    step's prefill start while the tail still decodes."""
+    interrupt_reprefill: bool = False
+    """Interruptible rollouts (AReaL): a weight update lands during each step's generation and
+    the in-flight sequences recompute their KV cache; charged as a ``prefill.interrupt`` node
+    re-prefilling the worker's mean resident context (what is in flight at a random time)."""
 
 
 def split_by_worker(
@@ -77,7 +85,10 @@ def build_step_graph(
         if not worker_plans:
             continue
         rollout = simulate_worker(cost, model, worker_plans, tp=tp, buckets=config.buckets)
-        chain = _worker_chain(rollout, spec, step, w)
+        in_flight = rollout.context_token_s / rollout.decode_s if rollout.decode_s > 0 else 0.0
+        reprefill_s = cost.prefill_s(model, tokens=in_flight, tp=tp)
+        interrupted = config.interrupt_reprefill and spec.mode is SyncMode.ASYNC  # sync: no update mid-rollout
+        chain = _worker_chain(rollout, spec, step, w, reprefill_s if interrupted else 0.0)
         nodes += chain
         edges += [(a.node_id, b.node_id) for a, b in pairwise(chain)]
         if load is not None:
@@ -124,8 +135,11 @@ def build_step_graph(
     return SubStageGraph(pipeline_id, step, tuple(nodes), tuple(edges), step + lag + 1)
 
 
-def _worker_chain(rollout: WorkerRollout, spec: PipelineSpec, step: int, worker: int) -> list[SubStage]:
-    """prefill -> decode.dense -> decode.medium -> decode.tail (-> tool waits), on ``tp`` devices.
+def _worker_chain(
+    rollout: WorkerRollout, spec: PipelineSpec, step: int, worker: int, reprefill_s: float = 0.0
+) -> list[SubStage]:
+    """prefill (-> prefill.interrupt) -> decode.dense -> decode.medium -> decode.tail (-> tool
+    waits), on ``tp`` devices.
 
     The prefill node also carries the generation stage's launch overhead.
 
@@ -148,6 +162,20 @@ def _worker_chain(rollout: WorkerRollout, spec: PipelineSpec, step: int, worker:
             rollout.prefill_s + STAGE_OVERHEAD_S,
         ),
     ]
+    if reprefill_s > 0:
+        chain.append(
+            SubStage(
+                f"{prefix}/prefill.interrupt",
+                SubStageKind.PREFILL,
+                step,
+                worker,
+                "interrupt",
+                tp,
+                mem,
+                ResourceClass.COMPUTE,
+                reprefill_s,
+            )
+        )
     for bucket in BUCKET_NAMES:
         if rollout.bucket_s[bucket] > 0:
             resource = ResourceClass.COMPUTE if bucket == "dense" else ResourceClass.MEMORY

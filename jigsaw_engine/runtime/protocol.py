@@ -22,7 +22,11 @@ class Task:
     devices: tuple[int, ...]
     """Device indices it occupies (empty for host-bound work)."""
     share: float = 1.0
-    """Fraction of each device's compute it gets (1.0 = the device to itself)."""
+    """Fraction of each device's compute it reserves (1.0 = the device to itself)."""
+    elastic: bool = False
+    """Also use whatever share of its devices nobody has reserved: a sub-stage that yields
+    part of its devices to a memory-bound co-runner and takes them back when that ends (the
+    dynamic split). At most one elastic task per device."""
     setup_s: float = 0.0
     """Time before the work itself: bringing another job's state onto the devices (a context
     switch from host memory), charged by the scheduler that chose to switch."""
@@ -37,6 +41,9 @@ class TaskFinished:
     task: Task
     start_s: float
     end_s: float
+    mean_share: float | None = None
+    """Share of its devices it used on average (elastic tasks use more than they reserve);
+    None: its reserved share."""
 
 
 class Runtime(Protocol):

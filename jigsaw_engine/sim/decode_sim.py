@@ -69,6 +69,8 @@ class WorkerRollout:
     """Time with nothing to decode because every live sequence waits on a tool call."""
     peak_context_tokens: int = 0
     """Most KV-cache tokens resident at once: the worker's memory high-water mark."""
+    context_token_s: float = 0.0
+    """Integral of resident KV-cache tokens over decode time (``/ decode_s``: the mean)."""
     batch_trace: list[tuple[float, int]] = field(default_factory=list)
     """(time_s, running sequences) at every batch change: what the controller observes."""
 
@@ -146,7 +148,9 @@ def _simulate_worker(
         if waiting:
             per_iter = cost.decode_iteration_s(model, batch=batch, context_tokens=context, tp=tp)
             k = max(1, min(k, math.ceil((waiting[0][0] - t) / per_iter)))
-        dt = k * cost.decode_iteration_s(model, batch=batch, context_tokens=context + batch * (k - 1) / 2.0, tp=tp)
+        mean_context = context + batch * (k - 1) / 2.0
+        dt = k * cost.decode_iteration_s(model, batch=batch, context_tokens=mean_context, tp=tp)
+        out.context_token_s += mean_context * dt
         t += dt
         out.decode_s += dt
         out.iterations += k

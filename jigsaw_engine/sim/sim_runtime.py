@@ -5,9 +5,10 @@ remaining work in seconds-at-full-device and runs at a rate the runtime derives,
 scheduler: alone with the whole device a task runs at rate 1; given a share of a device, or
 sharing one with another sub-stage, its rate comes from the interference table
 (:mod:`jigsaw_engine.cost.interference`), and it is re-derived whenever a co-runner starts or
-finishes, so a sub-stage left alone speeds up again. A task's ``setup_s`` (a context switch
-over PCIe) runs first, at full speed. At most two sub-stages share a device: the table
-describes pairs.
+finishes, so a sub-stage left alone speeds up again. An elastic task runs on its share plus
+whatever nobody has reserved, so it shrinks when a co-runner starts beside it and grows back
+when that ends. A task's ``setup_s`` (a context switch over PCIe) runs first, at full speed.
+At most two sub-stages share a device: the table describes pairs.
 """
 
 from __future__ import annotations
@@ -29,11 +30,16 @@ class _Running:
     setup_left_s: float
     work_left_s: float
     rate: float = 1.0
+    share: float = 1.0
+    """Share of its devices in use now (more than reserved for an elastic task alone)."""
+    share_time: float = 0.0
+    """Integral of ``share`` over the time it has run."""
 
     def eta_s(self, now_s: float) -> float:
         return now_s + self.setup_left_s + self.work_left_s / self.rate
 
     def run_for(self, dt: float) -> None:
+        self.share_time += self.share * dt
         setup = min(dt, self.setup_left_s)
         self.setup_left_s -= setup
         self.work_left_s = max(0.0, self.work_left_s - (dt - setup) * self.rate)
@@ -63,10 +69,15 @@ class SimRuntime:
                 raise ValueError(f"device {d} does not exist (cluster has {self.num_devices})")
             if load.get(d, 0.0) + task.share > 1 + SHARE_EPSILON:
                 raise ValueError(f"device {d} is already {load[d]:.0%} busy; cannot add {task.share:.0%}")
-            if len(self._on_device.get(d, [])) >= 2:
+            on = [self._running[t].task for t in self._on_device.get(d, [])]
+            if len(on) >= 2:
                 raise ValueError(f"device {d} already runs two sub-stages; the interference table covers pairs")
+            if task.elastic and any(t.elastic for t in on):
+                raise ValueError(f"device {d} already runs an elastic sub-stage")
         self._seq += 1
-        self._running[task.task_id] = _Running(task, self._seq, self._now_s, task.setup_s, task.node.duration_s)
+        self._running[task.task_id] = _Running(
+            task, self._seq, self._now_s, task.setup_s, task.node.duration_s, share=task.share
+        )
         for d in task.devices:
             self._on_device.setdefault(d, []).append(task.task_id)
         self._rerate(task.devices)
@@ -87,7 +98,9 @@ class SimRuntime:
             )
             for r in done:
                 self._remove(r.task)
-                finished.append(TaskFinished(r.task, r.start_s, nxt))
+                elapsed = nxt - r.start_s
+                mean_share = r.share_time / elapsed if elapsed > 0 else r.share
+                finished.append(TaskFinished(r.task, r.start_s, nxt, mean_share))
             self._rerate(tuple(d for r in done for d in r.task.devices))
         self._run_until(max(self._now_s, time_s))
         return finished
@@ -123,17 +136,27 @@ class SimRuntime:
                 del self._on_device[d]
 
     def _rerate(self, devices: tuple[int, ...]) -> None:
-        """Re-derive the rate of every task on ``devices``: its slowest device decides."""
+        """Re-derive the share and rate of every task on ``devices``: its slowest device decides."""
         affected = {t for d in devices for t in self._on_device.get(d, [])}
-        for task_id in affected:
+        for task_id in sorted(affected):
             r = self._running[task_id]
+            r.share = min((self._share_on(d, r.task) for d in r.task.devices), default=r.task.share)
             slowdown = max((self._slowdown_on(d, r.task) for d in r.task.devices), default=1.0)
             r.rate = 1.0 / slowdown
 
+    def _others(self, device: int, task: Task) -> list[Task]:
+        return [self._running[t].task for t in self._on_device[device] if t != task.task_id]
+
+    def _share_on(self, device: int, task: Task) -> float:
+        if not task.elastic:
+            return task.share
+        return 1.0 - sum(o.share for o in self._others(device, task))
+
     def _slowdown_on(self, device: int, task: Task) -> float:
-        others = [self._running[t].task for t in self._on_device[device] if t != task.task_id]
+        others = self._others(device, task)
         cls = device_class(task.node.resource)
+        share = self._share_on(device, task)
         if not others:
-            return self.interference.slowdown(cls, task.share)
+            return self.interference.slowdown(cls, share)
         other = others[0]
-        return self.interference.slowdown(cls, task.share, device_class(other.node.resource), other.share)
+        return self.interference.slowdown(cls, share, device_class(other.node.resource), self._share_on(device, other))
