@@ -65,6 +65,8 @@ class _Run:
     plans: dict[int, list[SequencePlan]] = field(default_factory=dict)
     done: set[tuple[int, str]] = field(default_factory=set)
     started: set[tuple[int, str]] = field(default_factory=set)
+    frontier: set[tuple[int, str]] = field(default_factory=set)
+    """Not started, every predecessor in its own graph done: the only candidates for ready."""
     step_spans: dict[int, list[TimelineSpan]] = field(default_factory=dict)
     steps_done: int = 0
     step_latencies_s: list[float] = field(default_factory=list)
@@ -200,6 +202,7 @@ class ClusterController:
             self.runtime.start(task)
             run = self._runs[task.pipeline_id]
             run.started.add((task.node.step, task.node.node_id))
+            run.frontier.discard((task.node.step, task.node.node_id))
             if run.state is PipelineState.STARTING and task.node.kind is not SubStageKind.LOAD:
                 self._status(task.pipeline_id, PipelineState.RUNNING, "training")
 
@@ -218,17 +221,18 @@ class ClusterController:
                 self._end(pipeline_id, run, PipelineState.FAILED, f"system: {type(exc).__name__}: {exc}")
                 return
             run.plans[step] = plans
+            graph = run.graphs[step]
+            run.frontier.update((step, n.node_id) for n in graph.nodes if not graph.predecessors(n.node_id))
 
-    def _ready(self, run: _Run, graph: SubStageGraph, node: SubStage) -> bool:
+    def _ready(self, run: _Run, node: SubStage) -> bool:
+        """The rules across steps for a node of the frontier (see the module docstring)."""
         s = node.step
-        if (s, node.node_id) in run.started or any((s, p) not in run.done for p in graph.predecessors(node.node_id)):
-            return False
         if node.worker is not None:  # rollout: weights and the worker's previous rollout
             previous = run.graphs.get(s - 1)
             overlap = self.graph_config.overlap_rollouts and run.lag > 0
             if previous is not None and any(
-                n.worker == node.worker and (s - 1, n.node_id) not in run.done and not (overlap and _tail_or_tool(n))
-                for n in previous.nodes
+                (s - 1, n.node_id) not in run.done and not (overlap and _tail_or_tool(n))
+                for n in previous.of_worker(node.worker)
             ):
                 return False
             return s - run.lag - 1 < run.steps_done
@@ -236,18 +240,18 @@ class ClusterController:
 
     def _view(self) -> ClusterView:
         active = self._active()
-        ready = tuple(
-            ReadyStage(pid, node)
-            for pid, run in active.items()
-            for step in sorted(run.graphs)
-            for node in run.graphs[step].nodes
-            if self._ready(run, run.graphs[step], node)
-        )
+        ready: list[ReadyStage] = []
+        for pid, run in active.items():
+            candidates = sorted(run.frontier, key=lambda k: (k[0], run.graphs[k[0]].position(k[1])))
+            for step, node_id in candidates:
+                node = run.graphs[step].node(node_id)
+                if self._ready(run, node):
+                    ready.append(ReadyStage(pid, node))
         return ClusterView(
             now_s=self.runtime.now_s,
             num_devices=self.cluster.num_devices,
             device_load=self.runtime.device_load(),
-            ready=ready,
+            ready=tuple(ready),
             specs={pid: run.spec for pid, run in active.items()},
             queued=tuple(self._queued),
         )
@@ -262,6 +266,10 @@ class ClusterController:
         if run.state.is_terminal:
             return
         run.done.add((node.step, node.node_id))
+        graph = run.graphs[node.step]
+        for succ in graph.successors(node.node_id):
+            if all((node.step, p) in run.done for p in graph.predecessors(succ)):
+                run.frontier.add((node.step, succ))
         if node.kind is not SubStageKind.LOAD:
             run.step_spans.setdefault(node.step, []).append(span)
         if node.kind is SubStageKind.WEIGHT_SYNC:
@@ -271,6 +279,7 @@ class ClusterController:
         graph = run.graphs.pop(step)
         run.done -= {(step, n.node_id) for n in graph.nodes}
         run.started -= {(step, n.node_id) for n in graph.nodes}
+        run.frontier -= {(step, n.node_id) for n in graph.nodes}
         spans = run.step_spans.pop(step)
         plans = run.plans.pop(step)
         metrics = step_metrics(run.spec, spans, plans, peak_flops=self.cost.device.peak_flops_bf16)
@@ -289,6 +298,7 @@ class ClusterController:
     def _end(self, pipeline_id: str, run: _Run, state: PipelineState, reason: str) -> None:
         run.ended_s = self.runtime.now_s
         run.graphs.clear()
+        run.frontier.clear()
         self.scheduler.release(pipeline_id)
         self._status(pipeline_id, state, reason)
 

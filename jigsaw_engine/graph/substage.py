@@ -71,13 +71,21 @@ class SubStageGraph:
     enables_rollout_of_step: int
     _index: dict[str, SubStage] = field(default_factory=dict, compare=False, repr=False)
     _preds: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
+    _succs: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
+    _by_worker: dict[int, list[SubStage]] = field(default_factory=dict, compare=False, repr=False)
+    _position: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._index.update({n.node_id: n for n in self.nodes})
-        for n in self.nodes:
+        for i, n in enumerate(self.nodes):
+            self._index[n.node_id] = n
+            self._position[n.node_id] = i
             self._preds[n.node_id] = []
+            self._succs[n.node_id] = []
+            if n.worker is not None:
+                self._by_worker.setdefault(n.worker, []).append(n)
         for a, b in self.edges:
             self._preds[b].append(a)
+            self._succs[a].append(b)
 
     def node(self, node_id: str) -> SubStage:
         return self._index[node_id]
@@ -87,6 +95,17 @@ class SubStageGraph:
 
     def predecessors(self, node_id: str) -> list[str]:
         return self._preds[node_id]
+
+    def successors(self, node_id: str) -> list[str]:
+        return self._succs[node_id]
+
+    def of_worker(self, worker: int) -> list[SubStage]:
+        """A rollout worker's sub-stages, in chain order."""
+        return self._by_worker.get(worker, [])
+
+    def position(self, node_id: str) -> int:
+        """Index in ``nodes`` (a topological order)."""
+        return self._position[node_id]
 
     def critical_path_s(self) -> float:
         """Longest chain of durations through the graph (nodes are stored in topological order)."""

@@ -53,6 +53,7 @@ class SimRuntime:
         self._seq = 0
         self._running: dict[str, _Running] = {}
         self._on_device: dict[int, list[str]] = {}
+        self._load: dict[int, float] = {}
 
     @property
     def now_s(self) -> float:
@@ -80,6 +81,7 @@ class SimRuntime:
         )
         for d in task.devices:
             self._on_device.setdefault(d, []).append(task.task_id)
+            self._load[d] = self._load.get(d, 0.0) + task.share
         self._rerate(task.devices)
 
     def next_event_s(self) -> float | None:
@@ -113,7 +115,7 @@ class SimRuntime:
         return aborted
 
     def device_load(self) -> dict[int, float]:
-        return {d: sum(self._running[t].task.share for t in ids) for d, ids in self._on_device.items()}
+        return dict(self._load)
 
     def rate_of(self, task_id: str) -> float:
         """The current speed of a running task relative to the device to itself."""
@@ -132,8 +134,10 @@ class SimRuntime:
         for d in task.devices:
             ids = self._on_device[d]
             ids.remove(task.task_id)
+            self._load[d] -= task.share
             if not ids:
                 del self._on_device[d]
+                del self._load[d]
 
     def _rerate(self, devices: tuple[int, ...]) -> None:
         """Re-derive the share and rate of every task on ``devices``: its slowest device decides."""

@@ -45,7 +45,7 @@ def test_simulate_json_is_byte_identical_for_the_same_seed(tmp_path: Path, capsy
                     seed,
                     "--deterministic",
                     "--policies",
-                    "verl,verl-dedicated",
+                    "verl,areal,muxserve,rollmux",
                     "--json",
                     str(tmp_path / name),
                 ]
@@ -56,9 +56,9 @@ def test_simulate_json_is_byte_identical_for_the_same_seed(tmp_path: Path, capsy
     assert outs[0] == outs[1]
     assert outs[0] != outs[2]  # another seed draws other lengths
     table = capsys.readouterr().out
-    assert "verl-dedicated" in table and "(= verl-" in table
+    assert "(= verl-" in table and "(= areal-" in table
     report = json.loads(outs[0])
-    assert set(report["policies"]) == {"verl", "verl-dedicated"}
+    assert set(report["policies"]) == {"verl", "areal", "muxserve", "rollmux"}
     assert "search-llama-8b" in report["policies"]["verl"]["pipelines"]
 
 
@@ -73,3 +73,15 @@ def test_cli_reports_bad_files_and_flags(tmp_path: Path, capsys: pytest.CaptureF
     broken.write_text("cluster: [unclosed")
     assert main(["simulate", "--workload", str(broken)]) == 1
     assert "<file>: not valid YAML" in capsys.readouterr().err
+
+
+def test_simulate_draws_a_timeline_per_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = tmp_path / "run.png"
+    args = ["simulate", "--workload", str(EXAMPLE), "--steps", "2", "--policies", "verl,streamrl"]
+    assert main([*args, "--timeline", str(base)]) == 0
+    captured = capsys.readouterr()
+    for policy in ("verl", "streamrl"):
+        png = tmp_path / f"run-{policy}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"timeline: {png}" in captured.out
+    assert "4/4 done" in captured.err  # the progress bar: 2 members each for verl and streamrl

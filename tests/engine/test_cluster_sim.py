@@ -114,7 +114,7 @@ def test_async_rollouts_never_run_further_ahead_than_the_staleness_bound(stalene
 
 @pytest.mark.parametrize("mix", ["M0", "M1", "M2", "M3", "M5"])
 def test_no_policy_beats_the_lower_bound(mix: str) -> None:
-    policies = ["verl-dedicated", "verl-serial", "streamrl-dedicated", "streamrl-serial", "rollmux"]
+    policies = list(POLICIES)
     result = simulate_workload(build_mix(mix), policies, steps=3, seed=0, timing=False)
     for name, r in result["policies"].items():
         assert 0 < r["lower_bound_ratio"] <= 1.0, (mix, name, r["lower_bound_ratio"])
@@ -212,3 +212,64 @@ def test_rollmux_charges_a_warm_switch_only_when_another_job_held_the_devices() 
     assert first.setup_s == pytest.approx(16 * 1.54e9 / (2 * 50e9) + 0.5)
     assert again.setup_s == 0.0  # a's state is still resident
     assert other.setup_s == pytest.approx(first.setup_s)  # b replaces a
+
+
+def test_areal_never_exceeds_its_staleness_and_generates_across_steps() -> None:
+    workload = build_mix("M5", variant="areal")  # staleness 4
+    run = run_policy(POLICIES["areal-dedicated"], workload.cluster, prepare(workload, steps=8, seed=0))
+    assert all(spec.staleness == 4 for spec in run.specs.values())
+    continued = False
+    for spans in spans_by_pipeline(run.controller.timeline).values():
+        synced = {s.step: s.end_s for s in spans if s.kind == "weight_sync"}
+        for r in (s for s in spans if s.kind in ROLLOUT):
+            if r.step - 5 >= 0:
+                assert r.start_s >= synced[r.step - 5] - 1e-9, r  # rollout of s needs the weights of s - 5
+        # Continuous generation: a worker's next step begins while its tail still decodes there.
+        tails = [s for s in spans if s.kind == "decode" and s.bucket == "tail"]
+        continued |= any(
+            n.step == t.step + 1
+            and n.worker == t.worker
+            and n.start_s < t.end_s - 1e-9
+            and set(n.devices) & set(t.devices)
+            for t in tails
+            for n in spans
+            if n.kind in ROLLOUT
+        )
+        # Interruptible rollouts pay a re-prefill of what is in flight at each weight update.
+        assert any(s.kind == "prefill" and s.bucket == "interrupt" for s in spans)
+    assert continued
+
+
+def test_areal_keeps_sync_pipelines_synchronous() -> None:
+    workload = build_mix("M3")  # every pipeline sync
+    run = run_policy(POLICIES["areal-dedicated"], workload.cluster, prepare(workload, steps=2, seed=0))
+    assert all(spec.mode.value == "sync" for spec in run.specs.values())
+    assert not any(s.bucket == "interrupt" for s in run.controller.timeline)
+
+
+def test_muxserve_shares_devices_between_rollouts_but_never_during_training() -> None:
+    from jigsaw_engine.control.cluster_controller import ClusterController
+    from jigsaw_engine.sched.muxserve import MuxGroup, MuxServeScheduler
+    from jigsaw_engine.spec.cluster import ClusterSpec
+    from tests.engine.builders import make_cost
+
+    cost = make_cost()
+    group = MuxGroup(("a", "b"), (0, 1))
+    controller = ClusterController(ClusterSpec(1, 2, "h100"), cost, scheduler=MuxServeScheduler([group], cost))
+    for pid, seed in (("a", 1), ("b", 2)):
+        controller.submit(pid, make_spec(seed=seed, trainer={"total_steps": 3}, resources={"num_gpus": 2}))
+    controller.run_until_idle()
+    assert set(controller.finished_runs()) == {"a", "b"}
+    spans = [s for s in controller.timeline if s.devices]
+    shared_rollouts = False
+    for a in spans:
+        for b in spans:
+            if (
+                a is b
+                or not set(a.devices) & set(b.devices)
+                or not (a.start_s < b.end_s - 1e-9 and b.start_s < a.end_s - 1e-9)
+            ):
+                continue
+            assert a.kind in ROLLOUT and b.kind in ROLLOUT, (a, b)  # training is exclusive
+            shared_rollouts |= a.pipeline_id != b.pipeline_id
+    assert shared_rollouts
