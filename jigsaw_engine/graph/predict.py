@@ -50,4 +50,4 @@ class GraphPredictor:
     def predict(self, template: SubStageGraph) -> SubStageGraph:
         """``template`` (a cost-model estimate of the next step) with observed durations."""
         nodes = tuple(replace(n, duration_s=self._estimates.get(role_of(n), n.duration_s)) for n in template.nodes)
-        return replace(template, nodes=nodes, _index={})
+        return replace(template, nodes=nodes)

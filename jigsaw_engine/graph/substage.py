@@ -69,23 +69,30 @@ class SubStageGraph:
     nodes: tuple[SubStage, ...]
     edges: tuple[tuple[str, str], ...]
     enables_rollout_of_step: int
-    _index: dict[str, SubStage] = field(default_factory=dict, compare=False, repr=False)
-    _preds: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
-    _succs: dict[str, list[str]] = field(default_factory=dict, compare=False, repr=False)
-    _by_worker: dict[int, list[SubStage]] = field(default_factory=dict, compare=False, repr=False)
-    _position: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # Indexes built from nodes and edges (never passed in, so ``dataclasses.replace`` rebuilds them).
+    _index: dict[str, SubStage] = field(init=False, compare=False, repr=False)
+    _preds: dict[str, list[str]] = field(init=False, compare=False, repr=False)
+    _succs: dict[str, list[str]] = field(init=False, compare=False, repr=False)
+    _by_worker: dict[int, list[SubStage]] = field(init=False, compare=False, repr=False)
+    _position: dict[str, int] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        index: dict[str, SubStage] = {}
+        position: dict[str, int] = {}
+        preds: dict[str, list[str]] = {}
+        succs: dict[str, list[str]] = {}
+        by_worker: dict[int, list[SubStage]] = {}
         for i, n in enumerate(self.nodes):
-            self._index[n.node_id] = n
-            self._position[n.node_id] = i
-            self._preds[n.node_id] = []
-            self._succs[n.node_id] = []
+            index[n.node_id], position[n.node_id] = n, i
+            preds[n.node_id], succs[n.node_id] = [], []
             if n.worker is not None:
-                self._by_worker.setdefault(n.worker, []).append(n)
+                by_worker.setdefault(n.worker, []).append(n)
         for a, b in self.edges:
-            self._preds[b].append(a)
-            self._succs[a].append(b)
+            preds[b].append(a)
+            succs[a].append(b)
+        for name, value in (("_index", index), ("_preds", preds), ("_succs", succs), ("_by_worker", by_worker),
+                            ("_position", position)):  # fmt: skip
+            object.__setattr__(self, name, value)
 
     def node(self, node_id: str) -> SubStage:
         return self._index[node_id]

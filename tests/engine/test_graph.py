@@ -90,9 +90,7 @@ def test_prediction_follows_drift_and_recovers_from_a_surprise() -> None:
     # prediction is badly wrong; after observing it once, the next one is close again.
     from dataclasses import replace
 
-    surprise = [
-        replace(g, nodes=tuple(replace(n, duration_s=3 * n.duration_s) for n in g.nodes), _index={}) for g in graphs[3:]
-    ]
+    surprise = [replace(g, nodes=tuple(replace(n, duration_s=3 * n.duration_s) for n in g.nodes)) for g in graphs[3:]]
     predictor.observe(surprise[0])
     assert max(predictor.last_errors.values()) > 0.5
     predictor.observe(surprise[1])
