@@ -19,6 +19,7 @@ from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.cost.lower_bound import LowerBound, lower_bound
 from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
+from jigsaw_engine.sched.jigsaw import JigsawOptions, JigsawScheduler, jigsaw_resources
 from jigsaw_engine.sched.protocol import Scheduler
 from jigsaw_engine.sim.lengths import sample_step
 from jigsaw_engine.spec.cluster import ClusterSpec
@@ -123,6 +124,38 @@ POLICIES: dict[str, Policy] = {
         Policy("muxserve", DedicatedScheduler, plan=plan_muxserve),
     )
 }
+
+
+def _jigsaw_plan(
+    name: str, options: JigsawOptions
+) -> Callable[[ClusterSpec, dict[str, PipelineSpec]], tuple[dict[str, PipelineSpec], Scheduler]]:
+    def plan(cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -> tuple[dict[str, PipelineSpec], Scheduler]:
+        cost = RooflineCostModel(load_device_profile(cluster.device_type))
+
+        def split(s: PipelineSpec) -> PipelineSpec:
+            return _best_pool_split(s, cluster, STREAMRL_GRAPH, DedicatedScheduler)
+
+        applied = {pid: jigsaw_resources(s, split) for pid, s in specs.items()}
+        return applied, JigsawScheduler(cluster, cost, options, name)
+
+    return plan
+
+
+JIGSAW_GRAPH = GraphConfig(dispatch="longest_first")
+JIGSAW_POLICIES = {
+    "jigsaw": JigsawOptions(),
+    "greedy": JigsawOptions(lookahead=False),
+    "jigsaw-no-migration": JigsawOptions(migrate=False),
+    "jigsaw-no-split": JigsawOptions(colocate=False),
+    "jigsaw-no-resize": JigsawOptions(resize=False),
+    "jigsaw-rollout-only": JigsawOptions(rollout_only=True),
+}
+POLICIES.update(
+    {
+        name: Policy(name, DedicatedScheduler, graph_config=JIGSAW_GRAPH, plan=_jigsaw_plan(name, options))
+        for name, options in JIGSAW_POLICIES.items()
+    }
+)
 COMPOSITE = {
     "verl": ("verl-dedicated", "verl-serial"),
     "streamrl": ("streamrl-dedicated", "streamrl-serial"),
@@ -159,7 +192,7 @@ def run_policy(policy: Policy, cluster: ClusterSpec, specs: dict[str, PipelineSp
         applied, scheduler = {pid: policy.transform(s, cluster) for pid, s in specs.items()}, policy.make_scheduler()
     controller = ClusterController(cluster, cost, scheduler=scheduler, graph_config=policy.graph_config)
     for pid, spec in applied.items():
-        controller.submit(pid, spec)
+        controller.submit(pid, spec, schedule=False)  # all arrive together
     makespan = controller.run_until_idle()
     return PolicyRun(controller, makespan, applied, {pid: s.name for pid, s in specs.items()})
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jigsaw_engine.contracts import EventKind, PipelineState
@@ -29,9 +29,9 @@ from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.errors import DuplicatePipelineError, SpecError, UnknownPipelineError
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.graph.substage import SubStage, SubStageGraph, SubStageKind
-from jigsaw_engine.runtime.protocol import Runtime, TaskFinished
+from jigsaw_engine.runtime.protocol import Runtime, Task, TaskFinished
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
-from jigsaw_engine.sched.protocol import ClusterView, ReadyStage, Scheduler
+from jigsaw_engine.sched.protocol import ClusterView, ReadyStage, Resizer, Scheduler
 from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.sim.sim_runtime import SimRuntime
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
@@ -63,6 +63,8 @@ class _Run:
     state: PipelineState = PipelineState.QUEUED
     graphs: dict[int, SubStageGraph] = field(default_factory=dict)
     plans: dict[int, list[SequencePlan]] = field(default_factory=dict)
+    step_specs: dict[int, PipelineSpec] = field(default_factory=dict)
+    """The spec each open step was built with (a resizing scheduler changes its resources)."""
     done: set[tuple[int, str]] = field(default_factory=set)
     started: set[tuple[int, str]] = field(default_factory=set)
     frontier: set[tuple[int, str]] = field(default_factory=set)
@@ -104,10 +106,14 @@ class ClusterController:
         self.decision_latencies_s: list[float] = []
         self._queued: list[str] = []
         self._runs: dict[str, _Run] = {}
+        self._running: dict[str, Task] = {}
+        self._started_s: dict[str, float] = {}
 
     # -- inputs ------------------------------------------------------------------------
-    def submit(self, pipeline_id: str, spec: PipelineSpec | Mapping[str, Any]) -> None:
-        """Queue a pipeline; raises ``SpecError`` if it cannot run on this cluster."""
+    def submit(self, pipeline_id: str, spec: PipelineSpec | Mapping[str, Any], *, schedule: bool = True) -> None:
+        """Queue a pipeline; raises ``SpecError`` if it cannot run on this cluster. With
+        ``schedule=False`` nothing starts until the next event or ``run_until_idle`` (a batch
+        of pipelines arriving together)."""
         if pipeline_id in self._runs:
             raise DuplicatePipelineError(pipeline_id)
         parsed = spec if isinstance(spec, PipelineSpec) else parse_pipeline_spec(spec)
@@ -117,7 +123,8 @@ class ClusterController:
         self._runs[pipeline_id] = _Run(parsed)
         self._queued.append(pipeline_id)
         self._status(pipeline_id, PipelineState.QUEUED, "waiting for devices")
-        self._schedule()
+        if schedule:
+            self._schedule()
 
     def cancel(self, pipeline_id: str) -> bool:
         run = self._runs.get(pipeline_id)
@@ -127,7 +134,7 @@ class ClusterController:
             return False
         if pipeline_id in self._queued:
             self._queued.remove(pipeline_id)
-        self.runtime.abort(pipeline_id)
+        self._abort(pipeline_id)
         self._end(pipeline_id, run, PipelineState.CANCELLED, "cancelled by request")
         self._schedule()
         return True
@@ -200,6 +207,8 @@ class ClusterController:
         self.decision_latencies_s.append(time.perf_counter() - started)
         for task in tasks:
             self.runtime.start(task)
+            self._running[task.task_id] = task
+            self._started_s[task.task_id] = self.runtime.now_s
             run = self._runs[task.pipeline_id]
             run.started.add((task.node.step, task.node.node_id))
             run.frontier.discard((task.node.step, task.node.node_id))
@@ -212,12 +221,17 @@ class ClusterController:
             step = run.steps_done + len(run.graphs)
             try:
                 plans = self._plans(run.spec, step)
+                spec = run.spec
+                if isinstance(self.scheduler, Resizer):
+                    resources = self.scheduler.resources_for_step(self._view(), pipeline_id, step)
+                    spec = replace(run.spec, resources=resources)
                 run.graphs[step] = build_step_graph(
-                    self.cost, run.spec, plans, pipeline_id=pipeline_id, step=step, config=self.graph_config
+                    self.cost, spec, plans, pipeline_id=pipeline_id, step=step, config=self.graph_config
                 )
+                run.step_specs[step] = spec
             except Exception as exc:  # one pipeline's failure must not stop the others
                 logger.exception("pipeline %s failed building step %d", pipeline_id, step)
-                self.runtime.abort(pipeline_id)
+                self._abort(pipeline_id)
                 self._end(pipeline_id, run, PipelineState.FAILED, f"system: {type(exc).__name__}: {exc}")
                 return
             run.plans[step] = plans
@@ -241,12 +255,18 @@ class ClusterController:
     def _view(self) -> ClusterView:
         active = self._active()
         ready: list[ReadyStage] = []
+        rollout_done: dict[str, float] = {}
         for pid, run in active.items():
             candidates = sorted(run.frontier, key=lambda k: (k[0], run.graphs[k[0]].position(k[1])))
             for step, node_id in candidates:
-                node = run.graphs[step].node(node_id)
+                graph = run.graphs[step]
+                node = graph.node(node_id)
                 if self._ready(run, node):
-                    ready.append(ReadyStage(pid, node))
+                    ready.append(ReadyStage(pid, node, self._chain_s(run, graph, node)))
+            if run.steps_done in run.graphs:
+                eta = self._rollout_eta(pid, run, run.graphs[run.steps_done])
+                if eta is not None:
+                    rollout_done[pid] = eta
         return ClusterView(
             now_s=self.runtime.now_s,
             num_devices=self.cluster.num_devices,
@@ -254,10 +274,47 @@ class ClusterController:
             ready=tuple(ready),
             specs={pid: run.spec for pid, run in active.items()},
             queued=tuple(self._queued),
+            progress={pid: (run.steps_done, run.spec.total_steps) for pid, run in active.items()},
+            recent_step_s={
+                pid: sum(run.step_latencies_s[-3:]) / len(run.step_latencies_s[-3:])
+                for pid, run in active.items()
+                if run.step_latencies_s
+            },
+            running=tuple(self._running.values()),
+            rollout_done_s=rollout_done,
         )
+
+    def _chain_s(self, run: _Run, graph: SubStageGraph, node: SubStage) -> float:
+        chain = (
+            graph.of_worker(node.worker) if node.worker is not None else [n for n in graph.nodes if n.worker is None]
+        )
+        rest = chain[chain.index(node) :]
+        return sum(n.duration_s for n in rest if n.devices > 0)
+
+    def _rollout_eta(self, pid: str, run: _Run, graph: SubStageGraph) -> float | None:
+        """When the step's last rollout worker should finish, rolling its chain forward from
+        what runs now on predicted durations; None once every worker is done."""
+        now, latest = self.runtime.now_s, None
+        workers = {n.worker for n in graph.nodes if n.worker is not None}
+        for w in workers:
+            t = now
+            for n in graph.of_worker(w):
+                key = (graph.step, n.node_id)
+                if key in run.done or n.devices == 0:
+                    continue
+                task_id = f"{pid}/{n.node_id}"
+                if task_id in self._started_s:
+                    t = max(t, self._started_s[task_id] + self._running[task_id].setup_s + n.duration_s)
+                else:
+                    t += n.duration_s
+            if any((graph.step, n.node_id) not in run.done for n in graph.of_worker(w) if n.devices > 0):
+                latest = t if latest is None else max(latest, t)
+        return latest
 
     def _on_finished(self, finished: TaskFinished) -> None:
         task, node = finished.task, finished.task.node
+        self._running.pop(task.task_id, None)
+        self._started_s.pop(task.task_id, None)
         span = TimelineSpan(task.pipeline_id, node.kind.value, node.bucket, node.step, node.worker,
                             task.devices, finished.start_s, finished.end_s,
                             task.share if finished.mean_share is None else finished.mean_share)  # fmt: skip
@@ -282,7 +339,8 @@ class ClusterController:
         run.frontier -= {(step, n.node_id) for n in graph.nodes}
         spans = run.step_spans.pop(step)
         plans = run.plans.pop(step)
-        metrics = step_metrics(run.spec, spans, plans, peak_flops=self.cost.device.peak_flops_bf16)
+        spec = run.step_specs.pop(step)
+        metrics = step_metrics(spec, spans, plans, peak_flops=self.cost.device.peak_flops_bf16)
         run.steps_done += 1
         run.step_latencies_s.append(metrics["timing_s/step"])
         run.tokens += int(metrics["perf/total_num_tokens"])
@@ -295,9 +353,15 @@ class ClusterController:
         if run.steps_done >= run.spec.total_steps:
             self._end(pipeline_id, run, PipelineState.SUCCEEDED, f"completed {run.steps_done} steps")
 
+    def _abort(self, pipeline_id: str) -> None:
+        for task in self.runtime.abort(pipeline_id):
+            self._running.pop(task.task_id, None)
+            self._started_s.pop(task.task_id, None)
+
     def _end(self, pipeline_id: str, run: _Run, state: PipelineState, reason: str) -> None:
         run.ended_s = self.runtime.now_s
         run.graphs.clear()
+        run.step_specs.clear()
         run.frontier.clear()
         self.scheduler.release(pipeline_id)
         self._status(pipeline_id, state, reason)

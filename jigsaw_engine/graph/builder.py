@@ -176,6 +176,7 @@ def _worker_chain(
                 reprefill_s,
             )
         )
+    tail_mem = (model.weight_bytes_bf16 + rollout.tail_peak_context_tokens * model.kv_bytes_per_token) / tp
     for bucket in BUCKET_NAMES:
         if rollout.bucket_s[bucket] > 0:
             resource = ResourceClass.COMPUTE if bucket == "dense" else ResourceClass.MEMORY
@@ -187,7 +188,7 @@ def _worker_chain(
                     worker,
                     bucket,
                     tp,
-                    mem,
+                    tail_mem if bucket == "tail" else mem,
                     resource,
                     rollout.bucket_s[bucket],
                     rollout.bucket_tokens[bucket],

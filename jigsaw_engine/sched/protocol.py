@@ -8,18 +8,21 @@ policy object runs on the simulator and on Ray.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from jigsaw_engine.graph.substage import SubStage
 from jigsaw_engine.runtime.protocol import Task
-from jigsaw_engine.spec.pipeline import PipelineSpec
+from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec
 
 
 @dataclass(frozen=True, slots=True)
 class ReadyStage:
     pipeline_id: str
     node: SubStage
+    chain_s: float = 0.0
+    """Predicted time of the node and the rest of its chain on the same devices (a rollout
+    worker's remaining sub-stages, or the step's remaining training sub-stages)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,15 @@ class ClusterView:
     """Every admitted, unfinished pipeline."""
     queued: tuple[str, ...]
     """Pipelines waiting for admission, oldest first."""
+    progress: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """(steps done, total steps) of every admitted pipeline."""
+    recent_step_s: Mapping[str, float] = field(default_factory=dict)
+    """Mean latency of each pipeline's last few steps (absent before its first step ends)."""
+    running: tuple[Task, ...] = ()
+    """Tasks running now (what is on each device, and how much memory it holds)."""
+    rollout_done_s: Mapping[str, float] = field(default_factory=dict)
+    """Predicted time each pipeline in rollout finishes its oldest open step's generation
+    (when its training will want devices), from the graph's predicted durations."""
 
     def is_free(self, device: int) -> bool:
         return device not in self.device_load
@@ -50,3 +62,11 @@ class Scheduler(Protocol):
 
     def release(self, pipeline_id: str) -> None:
         """``pipeline_id`` has ended: forget what was reserved for it."""
+
+
+@runtime_checkable
+class Resizer(Protocol):
+    """A scheduler that chooses each step's resources (data-parallel width) itself."""
+
+    def resources_for_step(self, view: ClusterView, pipeline_id: str, step: int) -> ResourceSpec:
+        """Devices and layout of ``pipeline_id``'s step ``step``, decided when its graph is built."""

@@ -69,6 +69,8 @@ class WorkerRollout:
     """Time with nothing to decode because every live sequence waits on a tool call."""
     peak_context_tokens: int = 0
     """Most KV-cache tokens resident at once: the worker's memory high-water mark."""
+    tail_peak_context_tokens: int = 0
+    """Most KV-cache tokens resident during tail iterations: what a co-runner must leave room for."""
     context_token_s: float = 0.0
     """Integral of resident KV-cache tokens over decode time (``/ decode_s``: the mean)."""
     batch_trace: list[tuple[float, int]] = field(default_factory=list)
@@ -161,6 +163,8 @@ def _simulate_worker(
         context += k * batch
         iteration += k
         out.peak_context_tokens = max(out.peak_context_tokens, context)
+        if bucket == "tail":
+            out.tail_peak_context_tokens = max(out.tail_peak_context_tokens, context)
 
         while running and running[0][0] <= iteration:
             _, _, s = heapq.heappop(running)

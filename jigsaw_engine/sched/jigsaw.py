@@ -1,0 +1,366 @@
+"""The Jigsaw scheduler (DESIGN.md §3.2): pipelines' sub-stages fitted into each other's gaps.
+
+Every pipeline has a home: devices its own chains run on first (a rollout worker's prefill and
+decode buckets, or a step's log-probs, mini-batches and weight sync; a chain stays on the
+devices its first sub-stage got, because its KV cache or training state lives there). Homes
+are resized at every step: the pipelines still running take over the devices of those that
+finished. The gaps a home leaves (workers done early and waiting for the slowest, tool calls,
+memory-bound tails) are filled with other pipelines' work. Mechanisms, each switchable for the
+ablations:
+
+- **lending** (always on): a rollout chain that finds no free device at home may run on
+  another pipeline's idle home devices.
+- **dynamic split** (``colocate``): a memory-bound tail decode holds only ``tail_share`` of its
+  devices, and a compute-bound sub-stage of another chain takes the rest, elastically, growing
+  back to the whole device when the tail ends; only where both fit in device memory. The
+  runtime charges the interference table.
+- **resize** (``resize``): each step's data-parallel width is chosen when its graph is built.
+- **look-ahead** (``lookahead``): a loan is made only if the borrowed chain, rolled forward on
+  its predicted durations, ends before the owner's rollout does (when the owner's training
+  will want its home back); homes are resized in proportion to projected remaining work so
+  pipelines finish together; pipelines are ranked by projected remaining time over priority.
+  Without it (``greedy``): every idle device is lent, homes grow in proportion to what was
+  asked for, and pipelines go in arrival order.
+
+A device moving from one pipeline to another pays a warm context switch (the state comes from
+host memory, :meth:`RooflineCostModel.context_switch_s`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from jigsaw_engine.cost.cost_model import RooflineCostModel
+from jigsaw_engine.cost.interference import InterferenceTable, load_interference_table
+from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
+from jigsaw_engine.runtime.protocol import Task
+from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
+from jigsaw_engine.spec.cluster import ClusterSpec
+from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode
+
+EPS = 1e-9
+MEMORY_FRACTION = 0.9
+"""Share of device memory sub-stages may fill together (the rest: allocator slack, buffers)."""
+
+ChainKey = tuple[str, int, int | None]
+"""(pipeline, step, worker): a rollout worker's chain, or (worker None) a step's training chain."""
+
+
+@dataclass(frozen=True, slots=True)
+class JigsawOptions:
+    lookahead: bool = True
+    colocate: bool = True
+    resize: bool = True
+    migrate: bool = True
+    rollout_only: bool = False
+    """Multiplex rollout sub-stages only (lending idle devices to rollout workers): training never
+    shares a device."""
+    tail_share: float = 0.3
+
+
+def _is_tail(node: SubStage) -> bool:
+    return node.kind is SubStageKind.DECODE and node.bucket == "tail"
+
+
+class JigsawScheduler:
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        cost: RooflineCostModel,
+        options: JigsawOptions = JigsawOptions(),
+        name: str = "jigsaw",
+        interference: InterferenceTable | None = None,
+    ) -> None:
+        self.name = name
+        self.options = options
+        self._cluster = cluster
+        self._cost = cost
+        self._capacity = cost.device.memory_bytes * MEMORY_FRACTION
+        self._interference = interference or load_interference_table()
+        self._home: dict[str, tuple[int, ...]] = {}
+        self._chains: dict[ChainKey, tuple[int, ...]] = {}
+        self._resident: dict[int, set[str]] = {}
+        """Pipelines whose state is on each device (the rest are parked in host memory)."""
+        self._arrival: dict[str, int] = {}
+        self._rollout_part: dict[str, int] = {}
+        """Disaggregated pipelines (async, with ``rollout_gpus``): devices of the home that generate."""
+
+    # -- admission and resizing --------------------------------------------------------
+    def admit(self, view: ClusterView, specs: Mapping[str, PipelineSpec]) -> list[str]:
+        """First come, first served homes of the size asked for (no job overtakes another)."""
+        admitted = []
+        for pid in view.queued:
+            free = self._unowned(view.num_devices)
+            need = specs[pid].resources.num_gpus
+            if need > len(free):
+                break
+            self._home[pid] = tuple(free[:need])
+            self._arrival[pid] = len(self._arrival)
+            admitted.append(pid)
+        return admitted
+
+    def _unowned(self, num_devices: int) -> list[int]:
+        owned = {d for home in self._home.values() for d in home}
+        return [d for d in range(num_devices) if d not in owned]
+
+    def resources_for_step(self, view: ClusterView, pipeline_id: str, step: int) -> ResourceSpec:
+        """The step's width: the home, grown from devices nobody owns when resizing, and back to
+        what was asked for while another pipeline waits for admission."""
+        asked = view.specs[pipeline_id].resources
+        home = self._home[pipeline_id]
+        if view.queued and len(home) > asked.num_gpus:
+            home = self._home[pipeline_id] = home[: asked.num_gpus]
+        elif self.options.resize and not view.queued:
+            target = self._target_width(view, pipeline_id)
+            spare = self._unowned(view.num_devices)
+            grow = max(0, min(target - len(home), len(spare)))
+            grow -= (len(home) + grow) % asked.tp
+            if grow > 0:
+                home = home + tuple(spare[:grow])
+                self._home[pipeline_id] = home
+        width = len(home) // asked.tp * asked.tp
+        if asked.rollout_gpus is None:
+            return ResourceSpec(num_gpus=width, tp=asked.tp)
+        # Keep the pools' proportions as the home grows.
+        rollout = asked.rollout_gpus * width // asked.num_gpus // asked.tp * asked.tp
+        rollout = min(max(asked.tp, rollout), width - 1)
+        self._rollout_part[pipeline_id] = rollout
+        return ResourceSpec(num_gpus=width, tp=asked.tp, rollout_gpus=rollout)
+
+    def _target_width(self, view: ClusterView, pipeline_id: str) -> int:
+        """Lookahead: a share of the cluster in proportion to projected remaining work (steps
+        left x recent step latency x width), so pipelines finish together. Greedy: in
+        proportion to what each asked for."""
+
+        def remaining(pid: str) -> float:
+            done, total = view.progress.get(pid, (0, 1))
+            step_s = view.recent_step_s.get(pid)
+            if not self.options.lookahead or step_s is None:
+                return float(view.specs[pid].resources.num_gpus)
+            return (total - done) * step_s * len(self._home[pid])
+
+        work = {pid: remaining(pid) for pid in view.specs}
+        return math.floor(view.num_devices * work[pipeline_id] / (sum(work.values()) or 1.0))
+
+    # -- placement ---------------------------------------------------------------------
+    def decide(self, view: ClusterView) -> list[Task]:
+        load = dict(view.device_load)
+        on_device: dict[int, list[Task]] = {}
+        for task in view.running:
+            for d in task.devices:
+                on_device.setdefault(d, []).append(task)
+        owner = {d: pid for pid, home in self._home.items() for d in home}
+        self._forget_finished_chains(view)
+        tasks: list[Task] = []
+        for stage in self._order(view):
+            pid, node = stage.pipeline_id, stage.node
+            if node.devices == 0:
+                tasks.append(Task(pid, node, ()))
+                continue
+            key: ChainKey = (pid, node.step, node.worker)
+            devices = self._chains.get(key) or self._choose(view, stage, load, on_device, owner)
+            if devices is None or (placement := self._fit(view, stage, devices, load, on_device)) is None:
+                continue
+            share, elastic = placement
+            setup = self._switch_s(view.specs[pid], pid, node, devices, key in self._chains, on_device)
+            self._chains[key] = devices
+            task = Task(pid, node, devices, share=share, elastic=elastic, setup_s=setup)
+            for d in devices:
+                load[d] = load.get(d, 0.0) + share
+                on_device.setdefault(d, []).append(task)
+            tasks.append(task)
+        return tasks
+
+    def release(self, pipeline_id: str) -> None:
+        self._chains = {k: v for k, v in self._chains.items() if k[0] != pipeline_id}
+        for pids in self._resident.values():
+            pids.discard(pipeline_id)
+        self._home.pop(pipeline_id, None)
+        self._rollout_part.pop(pipeline_id, None)
+
+    def _forget_finished_chains(self, view: ClusterView) -> None:
+        live = {(s.pipeline_id, s.node.step) for s in view.ready} | {(t.pipeline_id, t.node.step) for t in view.running}
+        self._chains = {k: v for k, v in self._chains.items() if (k[0], k[1]) in live}
+
+    def _order(self, view: ClusterView) -> list[ReadyStage]:
+        """Chains already placed continue first (their devices hold their state), then new
+        training chains (they unblock a pipeline's next step), then new rollout workers;
+        within each, pipelines by rank."""
+        rank = self._pipeline_rank(view)
+
+        def key(stage: ReadyStage) -> tuple[int, int, int]:
+            chain = (stage.pipeline_id, stage.node.step, stage.node.worker)
+            group = 0 if chain in self._chains else (1 if stage.node.worker is None else 2)
+            return (group, rank[stage.pipeline_id], stage.node.step)
+
+        return sorted(view.ready, key=key)
+
+    def _pipeline_rank(self, view: ClusterView) -> dict[str, int]:
+        def remaining_s(pid: str) -> float:
+            done, total = view.progress.get(pid, (0, view.specs[pid].total_steps))
+            return -(total - done) * view.recent_step_s.get(pid, math.inf) / view.specs[pid].priority
+
+        if self.options.lookahead:
+            order = sorted(view.specs, key=lambda p: (remaining_s(p), self._arrival.get(p, 0)))
+        else:
+            order = sorted(view.specs, key=lambda p: self._arrival.get(p, 0))
+        return {pid: i for i, pid in enumerate(order)}
+
+    def _choose(
+        self,
+        view: ClusterView,
+        stage: ReadyStage,
+        load: dict[int, float],
+        on_device: dict[int, list[Task]],
+        owner: dict[int, str],
+    ) -> tuple[int, ...] | None:
+        """Devices for the first sub-stage of a chain: at home; for a rollout worker also on
+        loan (idle devices of another home, or beside another chain's tail)."""
+        pid, node = stage.pipeline_id, stage.node
+        home = set(self._part(view, pid, training=node.worker is None))
+
+        def usable(d: int) -> bool:
+            if not self._fits_beside(node, d, load, on_device):
+                return False
+            if d in home:
+                return True
+            return node.worker is not None and self._lendable(view, stage, owner.get(d))
+
+        candidates = [d for d in range(view.num_devices) if usable(d)]
+        if len(candidates) < node.devices:
+            return None
+
+        def preference(d: int) -> tuple[int, int, int, int]:
+            return (
+                0 if d in home else 1,
+                1 if load.get(d, 0.0) > EPS else 0,
+                0 if pid in self._resident.get(d, ()) else 1,
+                d,
+            )
+
+        candidates.sort(key=preference)
+        if node.worker is None:
+            return tuple(sorted(candidates[: node.devices]))
+        by_node: dict[int, list[int]] = {}
+        for d in candidates:  # a rollout worker's tensor-parallel group stays inside one node
+            group = by_node.setdefault(d // self._cluster.devices_per_node, [])
+            group.append(d)
+            if len(group) == node.devices:
+                return tuple(sorted(group))
+        return None
+
+    def _part(self, view: ClusterView, pid: str, *, training: bool) -> tuple[int, ...]:
+        """The home, or for a disaggregated pipeline its rollout or its training part."""
+        home = self._home[pid]
+        split = self._rollout_part.get(pid)
+        if split is None:
+            return home
+        return home[split:] if training else home[:split]
+
+    def _lendable(self, view: ClusterView, stage: ReadyStage, owner: str | None) -> bool:
+        """May ``stage``'s chain borrow a device of ``owner``'s home?"""
+        if owner is None:
+            return True  # nobody's home: spare devices
+        if owner not in view.specs or owner not in view.rollout_done_s:
+            return not self.options.lookahead  # the owner trains (or is between steps) now
+        if not self.options.lookahead:
+            return True
+        return view.now_s + stage.chain_s <= view.rollout_done_s[owner]
+
+    def _fits_beside(
+        self,
+        node: SubStage,
+        device: int,
+        load: dict[int, float],
+        on_device: dict[int, list[Task]],
+        continuing: bool = False,
+    ) -> bool:
+        """Can ``node`` run on ``device`` now: free, or (dynamic split) beside one tail decode
+        with room in memory for both. New co-location is for training chains (the canonical
+        complement of a tail); a chain already sharing its devices may go on sharing them."""
+        used = load.get(device, 0.0)
+        if used < EPS:
+            return True
+        if not self.options.colocate or self.options.rollout_only or _is_tail(node):
+            return False
+        if not continuing and (node.worker is not None or node.resource is not ResourceClass.COMPUTE):
+            return False
+        others = on_device.get(device, [])
+        return (
+            len(others) == 1
+            and _is_tail(others[0].node)
+            and abs(used - self.options.tail_share) < EPS
+            and others[0].node.mem_bytes + node.mem_bytes <= self._capacity
+        )
+
+    def _fit(
+        self,
+        view: ClusterView,
+        stage: ReadyStage,
+        devices: tuple[int, ...],
+        load: dict[int, float],
+        on_device: dict[int, list[Task]],
+    ) -> tuple[float, bool] | None:
+        """(share, elastic) on ``devices``, or None if they cannot take ``node`` now."""
+        node = stage.node
+        continuing = (stage.pipeline_id, node.step, node.worker) in self._chains
+        if any(not self._fits_beside(node, d, load, on_device, continuing) for d in devices):
+            return None
+        if _is_tail(node) and self.options.colocate:
+            return self.options.tail_share, False  # leaves room for a compute co-runner
+        busy = sum(1 for d in devices if load.get(d, 0.0) > EPS)
+        if busy == 0:
+            return 1.0, False
+        if not continuing:  # a chain already sharing its devices goes on sharing them
+            if busy < len(devices):
+                return None  # a gang runs at its slowest device's pace: all beside tails, or wait for all free
+            if self.options.lookahead and not self._split_pays(view, stage, devices, on_device):
+                return None
+        return 1.0 - self.options.tail_share, True  # beside tails; the whole device once they end
+
+    def _split_pays(
+        self, view: ClusterView, stage: ReadyStage, devices: tuple[int, ...], on_device: dict[int, list[Task]]
+    ) -> bool:
+        """Roll both sides forward: starting the compute chain beside the tails now against
+        starting it when they end. Worth it if the chain gains more time than the tails' owners
+        lose (their tails run slower while shared)."""
+        owners = {t.pipeline_id for d in devices for t in on_device.get(d, [])}
+        if any(o not in view.rollout_done_s for o in owners):
+            return False
+        tail_left = max(view.rollout_done_s[o] for o in owners) - view.now_s
+        table = self._interference
+        rest = 1.0 - self.options.tail_share
+        slow_c = table.slowdown("compute", rest, "memory", self.options.tail_share)
+        slow_m = table.slowdown("memory", self.options.tail_share, "compute", rest)
+        chain = stage.chain_s
+        shared_s = min(chain * slow_c, tail_left * slow_m)
+        finish_co = shared_s + max(0.0, chain - shared_s / slow_c)
+        gain = (tail_left + chain) - finish_co
+        owners_delay = shared_s * (1.0 - 1.0 / slow_m) * len(owners)
+        return gain > owners_delay
+
+    def _switch_s(
+        self,
+        spec: PipelineSpec,
+        pid: str,
+        node: SubStage,
+        devices: tuple[int, ...],
+        same_chain: bool,
+        on_device: dict[int, list[Task]],
+    ) -> float:
+        cold = not same_chain and any(pid not in self._resident.get(d, set()) for d in devices)
+        for d in devices:  # what runs there stays resident; anything else is parked to host memory
+            self._resident[d] = {pid} | {t.pipeline_id for t in on_device.get(d, [])}
+        if not cold:
+            return 0.0
+        return self._cost.context_switch_s(spec.model, num_gpus=len(devices), training=node.worker is None)
+
+
+def jigsaw_resources(spec: PipelineSpec, pool_split: Callable[[PipelineSpec], PipelineSpec]) -> PipelineSpec:
+    """Sync pipelines run colocated at home; async ones on the rollout/training split that
+    ``pool_split`` finds best for them alone (their one-step lag overlaps the two)."""
+    if spec.mode is SyncMode.ASYNC:
+        return pool_split(spec)
+    return replace(spec, resources=ResourceSpec(num_gpus=spec.resources.num_gpus, tp=spec.resources.tp))
