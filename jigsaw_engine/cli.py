@@ -3,6 +3,7 @@
     jigsaw validate job.yaml
     jigsaw simulate --mix M0 --policies verl,verl-dedicated,verl-serial --json out.json
     jigsaw simulate --workload mix.yaml --steps 20 --seed 0 --timeline out.png
+    jigsaw bench --out report/ --random 50
 
 The simulation runs the production controller and schedulers on a virtual clock; with
 ``--deterministic`` (no wall-clock decision latencies) the same inputs give byte-identical JSON.
@@ -19,12 +20,16 @@ from typing import Any
 
 import yaml
 
+from jigsaw_engine.bench.report import write_report
 from jigsaw_engine.bench.simulate import AVAILABLE, PolicyRun, simulate_workload
+from jigsaw_engine.bench.suite import TIMELINE_MIX, SuiteConfig, run_suite
 from jigsaw_engine.bench.timeline_plot import write_timeline_png
 from jigsaw_engine.errors import SpecError
 from jigsaw_engine.spec.mixes import MIXES, build_mix
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import load_workload_file
+
+SUITE_CONFIG = SuiteConfig()
 
 
 def _print_table(result: dict[str, Any]) -> None:
@@ -58,6 +63,53 @@ class _ProgressBar:
         print(("\r" if self._tty else "") + line, end=end, file=sys.stderr, flush=True)
 
 
+def _bench(args: argparse.Namespace) -> int:
+    policies = tuple(p for p in args.policies.split(",") if p)
+    unknown = [p for p in policies if p not in AVAILABLE]
+    if unknown or not policies:
+        print(
+            f"--policies: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(AVAILABLE)}", file=sys.stderr
+        )
+        return 2
+    for flag, value in (("--seeds", args.seeds), ("--steps", args.steps)):
+        if value < 1:
+            print(f"{flag}: must be >= 1, got {value}", file=sys.stderr)
+            return 2
+    config = SuiteConfig(
+        mixes=tuple(m for m in args.mixes.split(",") if m),
+        seeds=tuple(range(args.seeds)),
+        steps=args.steps,
+        policies=policies,
+        random_mixes=args.random,
+    )
+    started = time.monotonic()
+    timelines: list[str] = []
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    def progress(message: str) -> None:
+        print(f"[{time.monotonic() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+    def timeline(policy: str, run: PolicyRun) -> None:
+        name = f"timeline-{policy}.png"
+        try:
+            cluster = run.controller.cluster
+            write_timeline_png(run.controller.timeline, cluster.num_devices, args.out / name,
+                               title=f"{policy} on {TIMELINE_MIX}", pipeline_names=run.names)  # fmt: skip
+            timelines.append(name)
+        except RuntimeError as exc:  # no matplotlib: the report says so
+            progress(str(exc))
+
+    try:
+        result = run_suite(config, progress, on_timeline=timeline)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    files = write_report(result, args.out, timelines)
+    print((args.out / "summary.md").read_text())
+    print(f"wrote {len(files)} files to {args.out} in {time.monotonic() - started:.0f} s")
+    return 0
+
+
 def _timeline_path(base: Path, policy: str, count: int) -> Path:
     """``--timeline out.png``: that file for one policy, ``out-<policy>.png`` for several."""
     return base if count == 1 else base.with_name(f"{base.stem}-{policy}{base.suffix or '.png'}")
@@ -81,8 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--timeline", type=Path, default=None, help="write a Gantt chart PNG of each policy's run (needs matplotlib)"
     )
+    b = sub.add_parser("bench", help="every policy on every built-in mix over seeds: a report folder")
+    b.add_argument("--out", type=Path, required=True, help="report folder (summary.md, results.json, plots)")
+    b.add_argument("--mixes", default=",".join(SUITE_CONFIG.mixes), help="comma separated suite mixes")
+    b.add_argument("--seeds", type=int, default=len(SUITE_CONFIG.seeds), help="seeds 0..N-1 per mix")
+    b.add_argument("--steps", type=int, default=SUITE_CONFIG.steps)
+    b.add_argument("--policies", default=",".join(SUITE_CONFIG.policies))
+    b.add_argument("--random", type=int, default=0, help="also score jigsaw on N random mixes")
     args = parser.parse_args(argv)
     try:
+        if args.command == "bench":
+            return _bench(args)
         if args.command == "validate":
             parse_pipeline_spec(yaml.safe_load(args.spec.read_text()))
             print(f"{args.spec}: ok")

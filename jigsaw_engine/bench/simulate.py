@@ -145,7 +145,7 @@ JIGSAW_GRAPH = GraphConfig(dispatch="longest_first")
 JIGSAW_POLICIES = {
     "jigsaw": JigsawOptions(),
     "greedy": JigsawOptions(lookahead=False),
-    "jigsaw-no-migration": JigsawOptions(migrate=False),
+    "jigsaw-no-widen": JigsawOptions(widen=False),
     "jigsaw-no-split": JigsawOptions(colocate=False),
     "jigsaw-no-resize": JigsawOptions(resize=False),
     "jigsaw-rollout-only": JigsawOptions(rollout_only=True),

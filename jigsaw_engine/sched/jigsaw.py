@@ -53,7 +53,8 @@ class JigsawOptions:
     lookahead: bool = True
     colocate: bool = True
     resize: bool = True
-    migrate: bool = True
+    widen: bool = True
+    """Training chains also take devices left idle, up to twice their width."""
     rollout_only: bool = False
     """Multiplex rollout sub-stages only (lending idle devices to rollout workers): training never
     shares a device."""
@@ -84,6 +85,7 @@ class JigsawScheduler:
         self._resident: dict[int, set[str]] = {}
         """Pipelines whose state is on each device (the rest are parked in host memory)."""
         self._arrival: dict[str, int] = {}
+        self._widened: dict[ChainKey, bool] = {}
         self._rollout_part: dict[str, int] = {}
         """Disaggregated pipelines (async, with ``rollout_gpus``): devices of the home that generate."""
 
@@ -161,17 +163,63 @@ class JigsawScheduler:
                 continue
             key: ChainKey = (pid, node.step, node.worker)
             devices = self._chains.get(key) or self._choose(view, stage, load, on_device, owner)
+            if devices is not None and len(devices) != node.devices:  # a widened training chain goes on wide
+                stage = replace(stage, node=_widened(node, len(devices)))
             if devices is None or (placement := self._fit(view, stage, devices, load, on_device)) is None:
                 continue
             share, elastic = placement
             setup = self._switch_s(view.specs[pid], pid, node, devices, key in self._chains, on_device)
             self._chains[key] = devices
-            task = Task(pid, node, devices, share=share, elastic=elastic, setup_s=setup)
+            task = Task(pid, stage.node, devices, share=share, elastic=elastic, setup_s=setup)
             for d in devices:
                 load[d] = load.get(d, 0.0) + share
                 on_device.setdefault(d, []).append(task)
             tasks.append(task)
+        if self.options.widen:
+            tasks = [self._widen(view, t, load, owner) for t in tasks]
         return tasks
+
+    def _widen(self, view: ClusterView, task: Task, load: dict[int, float], owner: dict[int, str]) -> Task:
+        """A training chain just placed at home also takes devices left idle after everything
+        else was placed (data parallelism: twice the devices, half the time), up to twice its
+        width; with look-ahead only devices whose owner will not want them before the chain ends."""
+        node = task.node
+        key = (task.pipeline_id, node.step, None)
+        if node.worker is not None or not task.devices or task.share < 1.0 or node.kind is SubStageKind.LOAD:
+            return task
+        if self._chains.get(key) != task.devices or self._widened.get(key):
+            return task
+        base = len(task.devices)
+        chain_s = next(
+            s.chain_s for s in view.ready if s.pipeline_id == task.pipeline_id and s.node.node_id == node.node_id
+        )
+        extra: list[int] = []
+        for d in range(view.num_devices):
+            if len(extra) == base:
+                break
+            if load.get(d, 0.0) > EPS or d in task.devices:
+                continue
+            wide_s = chain_s * base / (base + len(extra) + 1)
+            if not self.options.lookahead or self._lendable_for(view, owner.get(d), wide_s):
+                extra.append(d)
+        if not extra:
+            return task
+        devices = tuple(sorted(task.devices + tuple(extra)))
+        for d in extra:
+            load[d] = 1.0
+            self._resident[d] = {task.pipeline_id}
+        self._chains[key] = devices
+        self._widened[key] = True
+        spec = view.specs[task.pipeline_id]
+        switch = self._cost.context_switch_s(spec.model, num_gpus=len(devices), training=True)
+        return replace(task, node=_widened(node, len(devices)), devices=devices, setup_s=max(task.setup_s, switch))
+
+    def _lendable_for(self, view: ClusterView, owner: str | None, chain_s: float) -> bool:
+        if owner is None:
+            return True
+        if owner not in view.rollout_done_s:
+            return False
+        return view.now_s + chain_s <= view.rollout_done_s[owner]
 
     def release(self, pipeline_id: str) -> None:
         self._chains = {k: v for k, v in self._chains.items() if k[0] != pipeline_id}
@@ -183,6 +231,7 @@ class JigsawScheduler:
     def _forget_finished_chains(self, view: ClusterView) -> None:
         live = {(s.pipeline_id, s.node.step) for s in view.ready} | {(t.pipeline_id, t.node.step) for t in view.running}
         self._chains = {k: v for k, v in self._chains.items() if (k[0], k[1]) in live}
+        self._widened = {k: v for k, v in self._widened.items() if k in self._chains}
 
     def _order(self, view: ClusterView) -> list[ReadyStage]:
         """Chains already placed continue first (their devices hold their state), then new
@@ -261,13 +310,9 @@ class JigsawScheduler:
 
     def _lendable(self, view: ClusterView, stage: ReadyStage, owner: str | None) -> bool:
         """May ``stage``'s chain borrow a device of ``owner``'s home?"""
-        if owner is None:
-            return True  # nobody's home: spare devices
-        if owner not in view.specs or owner not in view.rollout_done_s:
-            return not self.options.lookahead  # the owner trains (or is between steps) now
         if not self.options.lookahead:
             return True
-        return view.now_s + stage.chain_s <= view.rollout_done_s[owner]
+        return self._lendable_for(view, owner, stage.chain_s)
 
     def _fits_beside(
         self,
@@ -356,6 +401,14 @@ class JigsawScheduler:
         if not cold:
             return 0.0
         return self._cost.context_switch_s(spec.model, num_gpus=len(devices), training=node.worker is None)
+
+
+def _widened(node: SubStage, width: int) -> SubStage:
+    """``node`` data-parallel over ``width`` devices: log-probs and updates scale with the
+    devices (as the cost model's ``train_s``), the weight broadcast does not; state per device shrinks."""
+    scale = node.devices / width
+    duration = node.duration_s if node.kind is SubStageKind.WEIGHT_SYNC else node.duration_s * scale
+    return replace(node, devices=width, duration_s=duration, mem_bytes=node.mem_bytes * scale)
 
 
 def jigsaw_resources(spec: PipelineSpec, pool_split: Callable[[PipelineSpec], PipelineSpec]) -> PipelineSpec:

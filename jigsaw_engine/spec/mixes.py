@@ -21,6 +21,7 @@ Resources are chosen the way a user of a dedicated partition would choose them:
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -214,3 +215,40 @@ def _floor_pow2(x: float) -> int:
     while p * 2 <= x:
         p *= 2
     return p
+
+
+RANDOM_CLUSTERS = ((1, 8, "h100"), (2, 8, "h100"), (1, 4, "a100"), (2, 4, "a100"), (4, 8, "h100"))
+RANDOM_MODELS = ("qwen3-0.6b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen3-4b", "qwen2.5-7b", "llama-3.1-8b", "qwen2.5-14b")
+RANDOM_WORKLOADS = ("gsm8k", "math", "search", "code_tool", "aime_refine")
+
+
+def random_mix_document(seed: int) -> dict[str, Any]:
+    """A mix drawn from ``seed`` (``jigsaw bench --random N`` uses seeds 0..N-1): a cluster, 2-6
+    pipelines of catalogue models on built-in workloads, sometimes all async, sized by the same
+    rules as M0-M5; a draw that cannot be sized drops its largest model and tries again."""
+    rng = random.Random(f"jigsaw-random-mix-{seed}")
+    nodes, per_node, device = rng.choice(RANDOM_CLUSTERS)
+    total = nodes * per_node
+    count = rng.randint(2, min(6, total))
+    templates = [_p(rng.choice(RANDOM_WORKLOADS), rng.choice(RANDOM_MODELS)) for _ in range(count)]
+    staleness = rng.choice((0, 0, 1, 4))
+    memory_bytes = load_device_profile(device).memory_bytes
+    while True:
+        tps = [_rollout_tp(p.model, memory_bytes) for p in templates]
+        try:
+            gpus = _split_devices(total, [MODEL_CATALOGUE[p.model].num_params for p in templates], tps)
+            break
+        except ValueError:
+            largest = max(range(len(templates)), key=lambda i: MODEL_CATALOGUE[templates[i].model].num_params)
+            templates.pop(largest)
+    return {
+        "cluster": {"num_nodes": nodes, "devices_per_node": per_node, "device_type": device},
+        "pipelines": [
+            _pipeline(i, p, num_gpus=g, tp=tp, staleness=staleness)
+            for i, (p, g, tp) in enumerate(zip(templates, gpus, tps, strict=True))
+        ],
+    }
+
+
+def build_random_mix(seed: int) -> WorkloadFile:
+    return parse_workload(random_mix_document(seed))

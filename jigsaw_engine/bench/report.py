@@ -1,0 +1,177 @@
+"""The ``jigsaw bench`` report folder: ``summary.md``, ``results.json`` and plots.
+
+Plots need matplotlib (the ``plot`` extra); without it the markdown and JSON are still written
+and the summary says the plots were skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from jigsaw_engine.bench.suite import ABLATIONS, BASELINES
+
+
+def _fmt(value: float | None, pattern: str = "{:.2f}") -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else pattern.format(value)
+
+
+def summary_markdown(result: dict[str, Any], plots: list[str]) -> str:
+    cfg = result["config"]
+    mixes = result["mixes"]
+    lines = [
+        "# JigsawRL benchmark",
+        "",
+        f"Simulated, {cfg['steps']} steps, seeds {', '.join(map(str, cfg['seeds']))}; medians over seeds. "
+        "Trained tokens/s per policy (all policies of a mix and seed share rollouts and the lower bound).",
+        "",
+    ]
+    shown = [p for p in (*BASELINES, "jigsaw") if p in cfg["policies"]]
+    lines += ["| mix | cluster | " + " | ".join(shown) + " | jigsaw / best baseline | jigsaw LB ratio |"]
+    lines += ["|---" * (len(shown) + 4) + "|"]
+    for label, cell in mixes.items():
+        f = cell["policies"]
+        ratio = result["ratios"]["per_mix"][label]["jigsaw/best baseline"]
+        row = [label, cell["cluster"]] + [_fmt(f[p]["throughput_tokens_per_s"], "{:,.0f}") for p in shown]
+        lb = f.get("jigsaw", {}).get("lower_bound_ratio")
+        lines.append("| " + " | ".join([*row, _fmt(ratio), _fmt(lb)]) + " |")
+    r = result["ratios"]
+    lines += [
+        "",
+        "## Ratios",
+        "",
+        "| mix | jigsaw/verl | jigsaw/best(streamrl,areal) | jigsaw/rollmux | jigsaw/greedy |",
+        "|---|---|---|---|---|",
+    ]
+    for label, ratios in r["per_mix"].items():
+        keys = ("jigsaw/verl", "jigsaw/best(streamrl,areal)", "jigsaw/rollmux", "jigsaw/greedy")
+        lines.append("| " + " | ".join([label, *(_fmt(ratios[k]) for k in keys)]) + " |")
+    lines += [
+        "",
+        f"- mean jigsaw/verl over M0-M4: {_fmt(r['mean jigsaw/verl over M0-M4'])}",
+        f"- mean jigsaw/rollmux: {_fmt(r['mean jigsaw/rollmux'])}",
+        f"- mean jigsaw/greedy: {_fmt(r['mean jigsaw/greedy'])}",
+        f"- mixes where jigsaw >= best baseline: {r['mixes where jigsaw >= best baseline']} of {len(mixes)}",
+        "",
+        "## Per-pipeline step latency against running alone (jigsaw)",
+        "",
+        "| mix | mean | max | decision p99 (ms) |",
+        "|---|---|---|---|",
+    ]
+    for label, cell in mixes.items():
+        j = cell["policies"].get("jigsaw")
+        if j:
+            lines.append(
+                f"| {label} | {_fmt(j['latency_ratio_mean'])} | {_fmt(j['latency_ratio_max'])} "
+                f"| {_fmt(j['decision_p99_ms'], '{:.2f}')} |"
+            )
+    ablations = [a for a in ABLATIONS if a in cfg["policies"]]
+    if ablations:
+        lines += ["", "## Ablations (throughput / jigsaw)", ""]
+        lines += ["| mix | " + " | ".join(ablations) + " |", "|---" * (len(ablations) + 1) + "|"]
+        for label, cell in mixes.items():
+            f = cell["policies"]
+            base = f["jigsaw"]["throughput_tokens_per_s"]
+            lines.append(
+                "| " + " | ".join([label, *(_fmt(f[a]["throughput_tokens_per_s"] / base) for a in ablations)]) + " |"
+            )
+    if "random" in result:
+        rnd = result["random"]
+        lines += [
+            "",
+            "## Random mixes",
+            "",
+            f"jigsaw reached the best baseline on {rnd['wins']} of {rnd['count']} random mixes "
+            f"({rnd['steps']} steps each; `jigsaw bench --random {rnd['count']}`).",
+        ]
+        losses = [m for m in rnd["mixes"] if m["jigsaw/best baseline"] < 1.0]
+        if losses:
+            lines += ["", "| seed | cluster | pipelines | best baseline | jigsaw / it |", "|---|---|---|---|---|"]
+            for m in losses:
+                lines.append(
+                    f"| {m['seed']} | {m['cluster']} | {m['pipelines']} | {m['best_baseline']} "
+                    f"| {m['jigsaw/best baseline']:.3f} |"
+                )
+    lines += ["", "## Plots", ""]
+    lines += [f"![{p}]({p})" for p in plots] or ["(skipped: matplotlib is not installed)"]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(result: dict[str, Any], out: Path, timelines: list[str]) -> list[Path]:
+    """Write the folder; returns the files written. ``timelines`` are PNGs already in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    plots = _plots(result, out) + timelines
+    files = [out / "results.json", out / "summary.md"]
+    files[0].write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    files[1].write_text(summary_markdown(result, plots))
+    return files + [out / p for p in plots]
+
+
+def _plots(result: dict[str, Any], out: Path) -> list[str]:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        return []
+    mixes = result["mixes"]
+    labels = list(mixes)
+    written = []
+
+    def bars(name: str, title: str, ylabel: str, series: dict[str, list[float]]) -> None:
+        fig = Figure(figsize=(12, 4.5), dpi=110, layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        width = 0.8 / max(1, len(series))
+        for i, (policy, values) in enumerate(series.items()):
+            ax.bar([x + i * width for x in range(len(labels))], values, width, label=policy)
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(labels))], labels)
+        ax.axhline(1.0, color="0.3", linewidth=0.8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(fontsize="small", ncols=4)
+        fig.savefig(out / name)
+        written.append(name)
+
+    policies = [p for p in (*BASELINES, "jigsaw") if p in result["config"]["policies"]]
+    if "verl" in policies:
+        bars(
+            "throughput.png",
+            "Throughput relative to verl (median over seeds)",
+            "tokens/s / verl",
+            {
+                p: [
+                    mixes[m]["policies"][p]["throughput_tokens_per_s"]
+                    / mixes[m]["policies"]["verl"]["throughput_tokens_per_s"]
+                    for m in labels
+                ]
+                for p in policies
+            },
+        )
+    if "jigsaw" in result["config"]["policies"]:
+        bars(
+            "latency_ratio.png",
+            "jigsaw: per-pipeline step latency / running alone",
+            "ratio",
+            {
+                "mean": [mixes[m]["policies"]["jigsaw"]["latency_ratio_mean"] for m in labels],
+                "max": [mixes[m]["policies"]["jigsaw"]["latency_ratio_max"] for m in labels],
+            },
+        )
+        ablations = [a for a in ABLATIONS if a in result["config"]["policies"]]
+        if ablations:
+            bars(
+                "ablations.png",
+                "Ablations: throughput / jigsaw",
+                "ratio",
+                {
+                    a: [
+                        mixes[m]["policies"][a]["throughput_tokens_per_s"]
+                        / mixes[m]["policies"]["jigsaw"]["throughput_tokens_per_s"]
+                        for m in labels
+                    ]
+                    for a in ablations
+                },
+            )
+    return written

@@ -1,0 +1,178 @@
+"""``jigsaw bench``: every policy on every built-in mix over several seeds, medians and ratios.
+
+Each (mix, seed) is one :func:`~jigsaw_engine.bench.simulate.simulate_workload` call, so all
+policies of a cell share the controller, cost model, sampled rollouts and lower bound. The
+headline ratios are of medians over seeds. Random mixes (``--random N``) are drawn by
+:func:`~jigsaw_engine.spec.mixes.random_mix_document` and scored by whether ``jigsaw`` reaches
+the best baseline.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jigsaw_engine.bench.simulate import PolicyRun, simulate_workload
+from jigsaw_engine.spec.mixes import build_mix, build_random_mix
+from jigsaw_engine.spec.workload_file import WorkloadFile
+
+BASELINES = ("verl", "streamrl", "areal", "rollmux", "muxserve")
+ABLATIONS = ("greedy", "jigsaw-no-split", "jigsaw-no-resize", "jigsaw-no-widen", "jigsaw-rollout-only")
+SUITE_POLICIES = (*BASELINES, "jigsaw", *ABLATIONS)
+SUITE_MIXES: tuple[tuple[str, str, str | None], ...] = (
+    ("M0", "M0", None),
+    ("M0-64xa100", "M0", "64xa100"),
+    ("M1", "M1", None),
+    ("M2", "M2", None),
+    ("M3", "M3", None),
+    ("M4", "M4", None),
+    ("M5", "M5", None),
+    ("M5-areal", "M5", "areal"),
+)
+"""(label, mix, variant)."""
+TIMELINE_MIX = "M0"
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteConfig:
+    mixes: tuple[str, ...] = tuple(label for label, _, _ in SUITE_MIXES)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    steps: int = 20
+    policies: tuple[str, ...] = SUITE_POLICIES
+    random_mixes: int = 0
+    random_steps: int = 10
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def _cell_figures(report: dict[str, Any]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name, r in report["policies"].items():
+        ratios = [p["latency_ratio_vs_alone"] for p in r["pipelines"].values()]
+        out[name] = {
+            "throughput_tokens_per_s": r["throughput_tokens_per_s"],
+            "lower_bound_ratio": r["lower_bound_ratio"],
+            "latency_ratio_mean": statistics.fmean(ratios),
+            "latency_ratio_max": max(ratios),
+            "decision_p99_ms": r.get("decision_latency_ms", {}).get("p99", 0.0),
+        }
+    return out
+
+
+def run_suite(
+    config: SuiteConfig,
+    progress: Progress = lambda _: None,
+    on_timeline: Callable[[str, PolicyRun], None] | None = None,
+) -> dict[str, Any]:
+    """Run the suite; ``on_timeline(policy, run)`` receives verl's and jigsaw's runs of
+    :data:`TIMELINE_MIX` at the first seed (for the timeline pair)."""
+    variants = {label: (mix, variant) for label, mix, variant in SUITE_MIXES}
+    unknown = [m for m in config.mixes if m not in variants]
+    if unknown:
+        raise ValueError(f"unknown suite mixes {unknown}; known: {', '.join(variants)}")
+    mixes: dict[str, Any] = {}
+    for label in config.mixes:
+        mix, variant = variants[label]
+        workload = build_mix(mix, variant=variant)
+        per_seed: list[dict[str, dict[str, float]]] = []
+        for seed in config.seeds:
+            progress(f"{label} seed {seed}")
+            capture = on_timeline is not None and label == TIMELINE_MIX and seed == config.seeds[0]
+            runs: dict[str, PolicyRun] = {}
+            report = simulate_workload(
+                workload,
+                list(config.policies),
+                steps=config.steps,
+                seed=seed,
+                on_run=runs.__setitem__ if capture else _drop,
+            )
+            per_seed.append(_cell_figures(report))
+            if capture and on_timeline is not None:
+                for policy in ("verl", "jigsaw"):
+                    chosen = report["policies"].get(policy, {}).get("chosen", policy)
+                    if chosen in runs:
+                        on_timeline(policy, runs[chosen])
+        mixes[label] = _medians(per_seed, workload)
+    result: dict[str, Any] = {
+        "config": {"seeds": list(config.seeds), "steps": config.steps, "policies": list(config.policies)},
+        "mixes": mixes,
+        "ratios": _headline_ratios(mixes),
+    }
+    if config.random_mixes:
+        result["random"] = run_random(config.random_mixes, config.random_steps, progress)
+    return result
+
+
+def _drop(name: str, run: PolicyRun) -> None:
+    return None
+
+
+def _medians(per_seed: list[dict[str, dict[str, float]]], workload: WorkloadFile) -> dict[str, Any]:
+    policies = per_seed[0].keys()
+    figures = {p: {k: _median([cell[p][k] for cell in per_seed]) for k in per_seed[0][p]} for p in policies}
+    cluster = workload.cluster
+    return {"cluster": f"{cluster.num_devices}x{cluster.device_type}", "policies": figures}
+
+
+def _ratio(figures: dict[str, dict[str, float]], num: str, *dens: str) -> float | None:
+    if num not in figures or not all(d in figures for d in dens):
+        return None
+    best = max(figures[d]["throughput_tokens_per_s"] for d in dens)
+    return figures[num]["throughput_tokens_per_s"] / best
+
+
+def _headline_ratios(mixes: dict[str, Any]) -> dict[str, Any]:
+    per_mix: dict[str, dict[str, float | None]] = {}
+    for label, cell in mixes.items():
+        f = cell["policies"]
+        baselines = [b for b in BASELINES if b in f]
+        per_mix[label] = {
+            "jigsaw/verl": _ratio(f, "jigsaw", "verl"),
+            "jigsaw/best(streamrl,areal)": _ratio(f, "jigsaw", "streamrl", "areal"),
+            "jigsaw/rollmux": _ratio(f, "jigsaw", "rollmux"),
+            "jigsaw/greedy": _ratio(f, "jigsaw", "greedy"),
+            "jigsaw/best baseline": _ratio(f, "jigsaw", *baselines) if baselines else None,
+        }
+
+    def mean_of(key: str, labels: list[str]) -> float | None:
+        values = [v for label in labels if (v := per_mix.get(label, {}).get(key)) is not None]
+        return statistics.fmean(values) if values else None
+
+    core: list[str] = [m for m in ("M0", "M1", "M2", "M3", "M4") if m in per_mix]
+    return {
+        "per_mix": per_mix,
+        "mean jigsaw/verl over M0-M4": mean_of("jigsaw/verl", core),
+        "mean jigsaw/rollmux": mean_of("jigsaw/rollmux", list(per_mix)),
+        "mean jigsaw/greedy": mean_of("jigsaw/greedy", list(per_mix)),
+        "mixes where jigsaw >= best baseline": sum(
+            1 for r in per_mix.values() if (v := r["jigsaw/best baseline"]) is not None and v >= 1.0
+        ),
+    }
+
+
+def run_random(count: int, steps: int, progress: Progress = lambda _: None) -> dict[str, Any]:
+    """``jigsaw`` against every baseline on ``count`` random mixes (seed 0 of each)."""
+    rows = []
+    for seed in range(count):
+        progress(f"random mix {seed + 1}/{count}")
+        workload = build_random_mix(seed)
+        report = simulate_workload(workload, [*BASELINES, "jigsaw"], steps=steps, seed=0, timing=False)
+        tput = {p: r["throughput_tokens_per_s"] for p, r in report["policies"].items()}
+        best = max(BASELINES, key=lambda b: tput[b])
+        rows.append(
+            {
+                "seed": seed,
+                "cluster": f"{workload.cluster.num_devices}x{workload.cluster.device_type}",
+                "pipelines": len(workload.pipelines),
+                "best_baseline": best,
+                "jigsaw/best baseline": tput["jigsaw"] / tput[best],
+            }
+        )
+    wins = sum(1 for r in rows if r["jigsaw/best baseline"] >= 1.0)
+    return {"count": count, "steps": steps, "wins": wins, "mixes": rows}
