@@ -200,7 +200,7 @@ class JigsawScheduler:
             if load.get(d, 0.0) > EPS or d in task.devices:
                 continue
             wide_s = chain_s * base / (base + len(extra) + 1)
-            if not self.options.lookahead or self._lendable_for(view, owner.get(d), wide_s):
+            if not self.options.lookahead or self._lendable_for(view, owner.get(d), wide_s, d):
                 extra.append(d)
         if not extra:
             return task
@@ -214,11 +214,21 @@ class JigsawScheduler:
         switch = self._cost.context_switch_s(spec.model, num_gpus=len(devices), training=True)
         return replace(task, node=_widened(node, len(devices)), devices=devices, setup_s=max(task.setup_s, switch))
 
-    def _lendable_for(self, view: ClusterView, owner: str | None, chain_s: float) -> bool:
+    def _lendable_for(self, view: ClusterView, owner: str | None, chain_s: float, device: int) -> bool:
+        """Look-ahead: will ``owner`` want ``device`` back before a chain of ``chain_s`` ends?
+        Its training wants its training devices (all of its home when colocated) when its
+        rollout ends; a disaggregated owner's generating devices serve rollouts that have
+        staleness to spare, so a loan there only delays a rollout the lag already allows for;
+        an owner whose rollouts may run several steps ahead can wait up to that many steps."""
         if owner is None:
             return True
+        if owner in self._rollout_part and device in self._home[owner][: self._rollout_part[owner]]:
+            return True
+        slack_steps = view.specs[owner].staleness - 1 if owner in view.specs else 0
+        if slack_steps > 0:  # rollouts run that many steps ahead: its training may wait a little
+            return chain_s <= slack_steps * view.recent_step_s.get(owner, 0.0)
         if owner not in view.rollout_done_s:
-            return False
+            return False  # between rollout and training: it wants its devices now
         return view.now_s + chain_s <= view.rollout_done_s[owner]
 
     def release(self, pipeline_id: str) -> None:
@@ -271,11 +281,11 @@ class JigsawScheduler:
         home = set(self._part(view, pid, training=node.worker is None))
 
         def usable(d: int) -> bool:
-            if not self._fits_beside(node, d, load, on_device):
+            if not self._fits_beside(pid, node, d, load, on_device):
                 return False
             if d in home:
                 return True
-            return node.worker is not None and self._lendable(view, stage, owner.get(d))
+            return node.worker is not None and self._lendable(view, stage, owner.get(d), d)
 
         candidates = [d for d in range(view.num_devices) if usable(d)]
         if len(candidates) < node.devices:
@@ -308,14 +318,15 @@ class JigsawScheduler:
             return home
         return home[split:] if training else home[:split]
 
-    def _lendable(self, view: ClusterView, stage: ReadyStage, owner: str | None) -> bool:
-        """May ``stage``'s chain borrow a device of ``owner``'s home?"""
+    def _lendable(self, view: ClusterView, stage: ReadyStage, owner: str | None, device: int) -> bool:
+        """May ``stage``'s chain borrow ``device`` of ``owner``'s home?"""
         if not self.options.lookahead:
             return True
-        return self._lendable_for(view, owner, stage.chain_s)
+        return self._lendable_for(view, owner, stage.chain_s, device)
 
     def _fits_beside(
         self,
+        pid: str,
         node: SubStage,
         device: int,
         load: dict[int, float],
@@ -328,11 +339,15 @@ class JigsawScheduler:
         used = load.get(device, 0.0)
         if used < EPS:
             return True
-        if not self.options.colocate or self.options.rollout_only or _is_tail(node):
-            return False
-        if not continuing and (node.worker is not None or node.resource is not ResourceClass.COMPUTE):
+        if not self.options.colocate or _is_tail(node):
             return False
         others = on_device.get(device, [])
+        if node.worker is not None and not continuing:
+            # Continuous generation (async pipelines): a worker's next step starts beside its tail.
+            if not (len(others) == 1 and others[0].pipeline_id == pid and others[0].node.step == node.step - 1):
+                return False
+        elif self.options.rollout_only or (not continuing and node.resource is not ResourceClass.COMPUTE):
+            return False
         return (
             len(others) == 1
             and _is_tail(others[0].node)
@@ -351,7 +366,7 @@ class JigsawScheduler:
         """(share, elastic) on ``devices``, or None if they cannot take ``node`` now."""
         node = stage.node
         continuing = (stage.pipeline_id, node.step, node.worker) in self._chains
-        if any(not self._fits_beside(node, d, load, on_device, continuing) for d in devices):
+        if any(not self._fits_beside(stage.pipeline_id, node, d, load, on_device, continuing) for d in devices):
             return None
         if _is_tail(node) and self.options.colocate:
             return self.options.tail_share, False  # leaves room for a compute co-runner
