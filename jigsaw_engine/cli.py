@@ -81,6 +81,7 @@ def _bench(args: argparse.Namespace) -> int:
         steps=args.steps,
         policies=policies,
         random_mixes=args.random,
+        scale=args.scale,
     )
     started = time.monotonic()
     timelines: list[str] = []
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--steps", type=int, default=SUITE_CONFIG.steps)
     b.add_argument("--policies", default=",".join(SUITE_CONFIG.policies))
     b.add_argument("--random", type=int, default=0, help="also score jigsaw on N random mixes")
+    b.add_argument("--scale", action="store_true", help="also time decisions at 1024 GPUs x 64 pipelines")
     args = parser.parse_args(argv)
     try:
         if args.command == "bench":

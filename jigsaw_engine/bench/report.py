@@ -94,6 +94,16 @@ def summary_markdown(result: dict[str, Any], plots: list[str]) -> str:
                     f"| {m['seed']} | {m['cluster']} | {m['pipelines']} | {m['best_baseline']} "
                     f"| {m['jigsaw/best baseline']:.3f} |"
                 )
+    if "scale" in result:
+        sc = result["scale"]
+        lines += [
+            "",
+            "## Decision latency at scale",
+            "",
+            f"jigsaw at {sc['devices']} GPUs x {sc['pipelines']} pipelines, {sc['steps']} steps: "
+            f"{sc['decisions']} decisions, p50 {sc['decision_p50_ms']:.2f} ms, p99 {sc['decision_p99_ms']:.2f} ms "
+            f"({sc['wall_s']:.0f} s of wall time; `jigsaw bench --scale`).",
+        ]
     lines += ["", "## Plots", ""]
     lines += [f"![{p}]({p})" for p in plots] or ["(skipped: matplotlib is not installed)"]
     return "\n".join(lines) + "\n"

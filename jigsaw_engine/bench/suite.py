@@ -10,13 +10,14 @@ the best baseline.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jigsaw_engine.bench.simulate import PolicyRun, simulate_workload
-from jigsaw_engine.spec.mixes import build_mix, build_random_mix
-from jigsaw_engine.spec.workload_file import WorkloadFile
+from jigsaw_engine.bench.simulate import POLICIES, PolicyRun, prepare, run_policy, simulate_workload
+from jigsaw_engine.spec.mixes import build_mix, build_random_mix, mix_document
+from jigsaw_engine.spec.workload_file import WorkloadFile, parse_workload
 
 BASELINES = ("verl", "streamrl", "areal", "rollmux", "muxserve")
 ABLATIONS = ("greedy", "jigsaw-no-split", "jigsaw-no-resize", "jigsaw-no-widen", "jigsaw-rollout-only")
@@ -45,6 +46,8 @@ class SuiteConfig:
     policies: tuple[str, ...] = SUITE_POLICIES
     random_mixes: int = 0
     random_steps: int = 10
+    scale: bool = False
+    """Also time jigsaw's decisions at 1024 GPUs x 64 pipelines (:func:`run_scale`)."""
 
 
 def _median(values: list[float]) -> float:
@@ -106,6 +109,9 @@ def run_suite(
     }
     if config.random_mixes:
         result["random"] = run_random(config.random_mixes, config.random_steps, progress)
+    if config.scale:
+        progress("scaling run: 1024 GPUs x 64 pipelines")
+        result["scale"] = run_scale()
     return result
 
 
@@ -176,3 +182,30 @@ def run_random(count: int, steps: int, progress: Progress = lambda _: None) -> d
         )
     wins = sum(1 for r in rows if r["jigsaw/best baseline"] >= 1.0)
     return {"count": count, "steps": steps, "wins": wins, "mixes": rows}
+
+
+def run_scale(devices: int = 1024, replicas: int = 8, steps: int = 3) -> dict[str, Any]:
+    """Decision latency at scale: M4's 8 pipelines replicated ``replicas`` times (64 pipelines
+    by default, asking for 512 GPUs) on a cluster of ``devices`` GPUs, ``jigsaw`` only."""
+    doc = mix_document("M4")
+    doc["cluster"]["num_nodes"] = devices // doc["cluster"]["devices_per_node"]
+    doc["pipelines"] = [
+        {**p, "name": f"{p['name']}-{k}", "seed": p["seed"] + 100 * k}
+        for k in range(replicas)
+        for p in doc["pipelines"]
+    ]
+    workload = parse_workload(doc)
+    specs = prepare(workload, steps=steps, seed=0)
+    started = time.perf_counter()
+    run = run_policy(POLICIES["jigsaw"], workload.cluster, specs)
+    wall_s = time.perf_counter() - started
+    lat = sorted(run.controller.decision_latencies_s) or [0.0]
+    return {
+        "devices": workload.cluster.num_devices,
+        "pipelines": len(specs),
+        "steps": steps,
+        "decisions": len(lat),
+        "decision_p50_ms": 1000 * lat[len(lat) // 2],
+        "decision_p99_ms": 1000 * lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+        "wall_s": wall_s,
+    }

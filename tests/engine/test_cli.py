@@ -85,3 +85,34 @@ def test_simulate_draws_a_timeline_per_policy(tmp_path: Path, capsys: pytest.Cap
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"timeline: {png}" in captured.out
     assert "4/4 done" in captured.err  # the progress bar: 2 members each for verl and streamrl
+
+
+def test_bench_writes_a_report_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report"
+    policies = "verl,streamrl,areal,rollmux,muxserve,jigsaw,greedy,jigsaw-no-split"
+    args = ["bench", "--out", str(out), "--mixes", "M3", "--seeds", "1", "--steps", "2", "--policies", policies]
+    assert main([*args, "--random", "1"]) == 0
+    summary = (out / "summary.md").read_text()
+    results = json.loads((out / "results.json").read_text())
+    m3 = results["mixes"]["M3"]["policies"]
+    assert set(m3) == set(policies.split(","))
+    ratio = results["ratios"]["per_mix"]["M3"]["jigsaw/best baseline"]
+    best = max(m3[b]["throughput_tokens_per_s"] for b in ("verl", "streamrl", "areal", "rollmux", "muxserve"))
+    assert ratio == pytest.approx(m3["jigsaw"]["throughput_tokens_per_s"] / best)
+    assert "| M3 | 4xa100 |" in summary and "## Ablations" in summary and "random mixes" in summary
+    assert results["random"]["count"] == 1
+    for png in ("throughput.png", "ablations.png", "latency_ratio.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert main(["bench", "--out", str(out), "--mixes", "M9"]) == 2
+    assert "unknown suite mixes" in capsys.readouterr().err
+
+
+def test_random_mixes_are_reproducible_and_valid() -> None:
+    from jigsaw_engine.spec.mixes import build_random_mix, random_mix_document
+
+    assert random_mix_document(7) == random_mix_document(7)
+    assert random_mix_document(7) != random_mix_document(8)
+    for seed in range(10):
+        workload = build_random_mix(seed)  # parses: every pipeline fits its cluster
+        assert 1 <= len(workload.pipelines) <= 6
+        assert sum(p["resources"]["num_gpus"] for p in workload.pipelines) == workload.cluster.num_devices
