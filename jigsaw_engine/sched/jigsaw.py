@@ -176,13 +176,23 @@ class JigsawScheduler:
                 on_device.setdefault(d, []).append(task)
             tasks.append(task)
         if self.options.widen:
-            tasks = [self._widen(view, t, load, owner) for t in tasks]
+            tasks = [self._widen(view, t, load, owner, on_device) for t in tasks]
         return tasks
 
-    def _widen(self, view: ClusterView, task: Task, load: dict[int, float], owner: dict[int, str]) -> Task:
+    def _widen(
+        self,
+        view: ClusterView,
+        task: Task,
+        load: dict[int, float],
+        owner: dict[int, str],
+        on_device: dict[int, list[Task]],
+    ) -> Task:
         """A training chain just placed at home also takes devices left idle after everything
         else was placed (data parallelism: twice the devices, half the time), up to twice its
-        width; with look-ahead only devices whose owner will not want them before the chain ends."""
+        width; with look-ahead only devices whose owner will not want them before the chain ends.
+        With the dynamic split it may also take devices running another chain's tail, sharing
+        them: the whole gang then runs at the shared devices' pace, so look-ahead takes them
+        only when the extra devices more than make up for it."""
         node = task.node
         key = (task.pipeline_id, node.step, None)
         if node.worker is not None or not task.devices or task.share < 1.0 or node.kind is SubStageKind.LOAD:
@@ -202,17 +212,69 @@ class JigsawScheduler:
             wide_s = chain_s * base / (base + len(extra) + 1)
             if not self.options.lookahead or self._lendable_for(view, owner.get(d), wide_s, d):
                 extra.append(d)
-        if not extra:
+        shared = self._tail_devices_to_share(
+            view, task, base + len(extra), 2 * base - base - len(extra), load, owner, on_device
+        )
+        if not extra and not shared:
             return task
-        devices = tuple(sorted(task.devices + tuple(extra)))
-        for d in extra:
-            load[d] = 1.0
-            self._resident[d] = {task.pipeline_id}
+        devices = tuple(sorted(task.devices + tuple(extra) + tuple(shared)))
+        share, elastic = (1.0 - self.options.tail_share, True) if shared else (1.0, False)
+        for d in devices:
+            load[d] = (load.get(d, 0.0) if d in shared else 0.0) + share
+            self._resident[d] = {task.pipeline_id} | (
+                {t.pipeline_id for t in on_device.get(d, [])} if d in shared else set()
+            )
         self._chains[key] = devices
         self._widened[key] = True
         spec = view.specs[task.pipeline_id]
         switch = self._cost.context_switch_s(spec.model, num_gpus=len(devices), training=True)
-        return replace(task, node=_widened(node, len(devices)), devices=devices, setup_s=max(task.setup_s, switch))
+        return replace(
+            task,
+            node=_widened(node, len(devices)),
+            devices=devices,
+            share=share,
+            elastic=elastic,
+            setup_s=max(task.setup_s, switch),
+        )
+
+    def _tail_devices_to_share(
+        self,
+        view: ClusterView,
+        task: Task,
+        width: int,
+        room: int,
+        load: dict[int, float],
+        owner: dict[int, str],
+        on_device: dict[int, list[Task]],
+    ) -> list[int]:
+        if not self.options.colocate or self.options.rollout_only or room <= 0:
+            return []
+        node = task.node
+        candidates = [
+            d
+            for d in range(view.num_devices)
+            if d not in task.devices
+            and abs(load.get(d, 0.0) - self.options.tail_share) < EPS
+            and len(on := on_device.get(d, [])) == 1
+            and _is_tail(on[0].node)
+            and on[0].node.mem_bytes + node.mem_bytes * node.devices / (width + room) <= self._capacity
+        ][:room]
+        if not self.options.lookahead or not candidates:
+            return candidates
+        # Roll forward: the chain on `width` devices at full speed, or on width + k at the shared pace.
+        slow_c, slow_m = self._slowdowns()
+        ready = [s.chain_s for s in view.ready if s.pipeline_id == task.pipeline_id and s.node == node]
+        chain_s = ready[0] if ready else node.duration_s
+        k = len(candidates)
+        alone_s, shared_s = chain_s * node.devices / width, chain_s * node.devices * slow_c / (width + k)
+        if not all(self._lendable_for(view, owner.get(d), shared_s, d) for d in candidates):
+            return []  # the chain would still hold a device when its owner's training wants it
+        owners = {t.pipeline_id for d in candidates for t in on_device.get(d, [])}
+        tails_left = max(view.rollout_done_s.get(o, 0.0) for o in owners) - view.now_s
+        loss_ds = self._owners_loss_ds(view, owners, min(shared_s, tails_left * slow_m))
+        if loss_ds is None or (alone_s - shared_s) * (width + k) <= loss_ds:
+            return []
+        return candidates
 
     def _lendable_for(self, view: ClusterView, owner: str | None, chain_s: float, device: int) -> bool:
         """Look-ahead: will ``owner`` want ``device`` back before a chain of ``chain_s`` ends?
@@ -380,26 +442,38 @@ class JigsawScheduler:
                 return None
         return 1.0 - self.options.tail_share, True  # beside tails; the whole device once they end
 
+    def _slowdowns(self) -> tuple[float, float]:
+        """(compute beside a tail, tail beside compute) at the split, from the interference table."""
+        tail, rest = self.options.tail_share, 1.0 - self.options.tail_share
+        table = self._interference
+        return table.slowdown("compute", rest, "memory", tail), table.slowdown("memory", tail, "compute", rest)
+
+    def _owners_loss_ds(self, view: ClusterView, owners: set[str], shared_s: float) -> float | None:
+        """Device-seconds the tails' owners lose while their tails run slower for ``shared_s``:
+        a tail is the last thing before its owner's training, so a late tail holds back every
+        device of the owner's home. None when an owner's rollout end cannot be predicted."""
+        if any(o not in view.rollout_done_s for o in owners):
+            return None
+        _, slow_m = self._slowdowns()
+        return sum(shared_s * (1.0 - 1.0 / slow_m) * len(self._home.get(o, ())) for o in owners)
+
     def _split_pays(
         self, view: ClusterView, stage: ReadyStage, devices: tuple[int, ...], on_device: dict[int, list[Task]]
     ) -> bool:
-        """Roll both sides forward: starting the compute chain beside the tails now against
-        starting it when they end. Worth it if the chain gains more time than the tails' owners
-        lose (their tails run slower while shared)."""
+        """Roll both sides forward on predicted durations: the chain started beside the tails
+        now against started when they end. Worth it if the device-seconds the chain gains
+        exceed those its tails' owners lose."""
         owners = {t.pipeline_id for d in devices for t in on_device.get(d, [])}
         if any(o not in view.rollout_done_s for o in owners):
             return False
         tail_left = max(view.rollout_done_s[o] for o in owners) - view.now_s
-        table = self._interference
-        rest = 1.0 - self.options.tail_share
-        slow_c = table.slowdown("compute", rest, "memory", self.options.tail_share)
-        slow_m = table.slowdown("memory", self.options.tail_share, "compute", rest)
+        slow_c, slow_m = self._slowdowns()
         chain = stage.chain_s
         shared_s = min(chain * slow_c, tail_left * slow_m)
         finish_co = shared_s + max(0.0, chain - shared_s / slow_c)
-        gain = (tail_left + chain) - finish_co
-        owners_delay = shared_s * (1.0 - 1.0 / slow_m) * len(owners)
-        return gain > owners_delay
+        gain_ds = ((tail_left + chain) - finish_co) * len(devices)
+        loss_ds = self._owners_loss_ds(view, owners, shared_s)
+        return loss_ds is not None and gain_ds > loss_ds
 
     def _switch_s(
         self,
