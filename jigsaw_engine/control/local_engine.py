@@ -19,6 +19,7 @@ from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.graph.builder import GraphConfig
+from jigsaw_engine.sched.registry import make_scheduler
 from jigsaw_engine.spec.cluster import ClusterSpec
 
 logger = logging.getLogger(__name__)
@@ -30,15 +31,17 @@ STARTUP_S = 20.0
 class LocalEngine:
     """An :class:`~jigsaw_engine.contracts.EngineHost` running in this process."""
 
-    def __init__(self, cluster: ClusterSpec, *, speed: float = 1.0) -> None:
+    def __init__(self, cluster: ClusterSpec, *, speed: float = 1.0, scheduler: str = "jigsaw") -> None:
         if not speed > 0:
             raise ValueError(f"speed must be > 0, got {speed}")
         self._engine_id = uuid.uuid4().hex
         self._speed = speed
+        cost = RooflineCostModel(load_device_profile(cluster.device_type))
         self._controller = ClusterController(
             cluster,
-            RooflineCostModel(load_device_profile(cluster.device_type)),
-            graph_config=GraphConfig(startup_s=STARTUP_S),
+            cost,
+            scheduler=make_scheduler(scheduler, cluster, cost),
+            graph_config=GraphConfig(startup_s=STARTUP_S, dispatch="longest_first", overlap_rollouts=True),
         )
         self._lock = threading.Lock()
         self._wake = threading.Event()

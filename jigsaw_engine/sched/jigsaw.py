@@ -114,7 +114,8 @@ class JigsawScheduler:
         home = self._home[pipeline_id]
         if view.queued and len(home) > asked.num_gpus:
             home = self._home[pipeline_id] = home[: asked.num_gpus]
-        elif self.options.resize and not view.queued:
+        elif self.options.resize and not view.queued and pipeline_id in view.recent_step_s:
+            # Grow from the second step on: a pipeline arriving meanwhile finds devices at once.
             target = self._target_width(view, pipeline_id)
             spare = self._unowned(view.num_devices)
             grow = max(0, min(target - len(home), len(spare)))
