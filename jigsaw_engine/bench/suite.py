@@ -31,6 +31,7 @@ SUITE_MIXES: tuple[tuple[str, str, str | None], ...] = (
     ("M4", "M4", None),
     ("M5", "M5", None),
     ("M5-areal", "M5", "areal"),
+    ("MT", "MT", None),
 )
 """(label, mix, variant)."""
 TIMELINE_MIX = "M0"

@@ -15,9 +15,11 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -350,3 +352,34 @@ def to_plan(seq: TraceSequence, max_response_length: int | None = None) -> Seque
         used += extra
     output_tokens = round(sum(c.appended_tokens for c in used) / boundaries) if boundaries else 0
     return SequencePlan(seq.prompt_tokens, tuple(turns), tuple(waits), output_tokens)
+
+
+# --------------------------------------------------------------------------------------------
+# Trace workloads
+
+
+def trace_dir() -> Path:
+    """``$JIGSAW_TRACE_DIR``, else ``shared/data/traces`` beside the repository."""
+    configured = os.environ.get("JIGSAW_TRACE_DIR")
+    return Path(configured) if configured else Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
+
+
+_LOADERS = {"math": load_math_trace, "code": load_code_trace, "search": load_search_trace}
+
+
+@cache
+def load_trace_file(name: str) -> Trace:
+    """A trace of :func:`trace_dir` by file name; the loader is chosen by its prefix."""
+    path = trace_dir() / name
+    if not path.exists():
+        raise TraceError(f"trace {name} not found in {path.parent}; set JIGSAW_TRACE_DIR to the traces folder")
+    loader = _LOADERS.get(name.split("_", 1)[0])
+    if loader is None:
+        raise TraceError(f"trace {name}: no loader for it (known prefixes: {', '.join(_LOADERS)})")
+    return loader(path)
+
+
+def replay_step(spec: PipelineSpec, step: int) -> list[SequencePlan]:
+    """The step of a pipeline whose workload replays a trace (seeded by the pipeline's seed)."""
+    assert spec.workload.trace is not None
+    return TraceReplay(load_trace_file(spec.workload.trace), seed=spec.seed).plan_step(spec, step)

@@ -126,6 +126,23 @@ MIXES: dict[str, Mix] = {
         },
         "64xh100",
     ),
+    "MT": Mix(
+        "the real traces replayed (shared/data/traces)",
+        {
+            "32xh100": MixVariant(
+                4,
+                8,
+                "h100",
+                (
+                    _p("math_trace", "qwen2.5-32b"),  # DAPO Qwen2.5-32B
+                    _p("code_trace", "deepseek-r1-distill-qwen-14b"),  # DeepCoder-14B
+                    _p("search_trace", "qwen2.5-7b"),  # Search-R1 Qwen2.5-7B
+                    _p("gsm8k", "qwen2.5-1.5b"),
+                ),
+            )
+        },
+        "32xh100",
+    ),
     "M5": Mix(
         "async (M2's pipelines)",
         {

@@ -6,7 +6,7 @@ tool calls adds turns, tool waits and the tool output re-prefilled on the next t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,10 @@ class WorkloadSpec:
     """Tokens the tool appends to the context, re-prefilled at the next turn."""
     group_correlation: float = 0.5
     """Share of log-length variance shared within a prompt's group (0 = independent)."""
+    trace: str | None = None
+    """A real trace to replay instead of sampling (a file of ``shared/data/traces/``, or of
+    ``$JIGSAW_TRACE_DIR``): steps draw whole recorded groups. The fitted numbers above then
+    only describe it (the trace's fit) for code that reads them."""
 
     @property
     def is_multi_turn(self) -> bool:
@@ -71,3 +75,13 @@ WORKLOADS: dict[str, WorkloadSpec] = {
         ),
     )
 }
+# The real traces as workloads of their own, each beside the fitted workload that describes it.
+WORKLOADS.update(
+    {
+        "math_trace": replace(WORKLOADS["math"], name="math_trace", trace="math_dapo_qwen2.5-32b.json"),
+        "code_trace": replace(WORKLOADS["math"], name="code_trace", trace="code_deepcoder_14b.json"),
+        "search_trace": replace(
+            WORKLOADS["search"], name="search_trace", trace="search_r1_multiturn_qwen2.5-7b.json.gz"
+        ),
+    }
+)

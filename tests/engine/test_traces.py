@@ -214,3 +214,27 @@ def test_replay_maps_tool_calls_and_cap(search_trace: Trace) -> None:
     # A cap below the first turn leaves one truncated turn and no tool waits.
     capped = to_plan(seq, max_response_length=seq.turn_tokens[0] - 1)
     assert capped.turn_tokens == (seq.turn_tokens[0] - 1,) and capped.tool_waits_s == ()
+
+
+def test_trace_workloads_replay_the_recorded_lengths() -> None:
+    from jigsaw_engine.sim.traces import load_trace_file
+
+    spec = parse_pipeline_spec(make_spec(workload="math_trace", rollout={"max_response_length": 20480}))
+    plans = sample_step(spec, 0)
+    assert len(plans) == spec.train_batch_size * spec.rollout.n
+    assert plans == sample_step(spec, 0) and plans != sample_step(spec, 1)  # deterministic per step
+    recorded = {
+        r for g in load_trace_file("math_dapo_qwen2.5-32b.json").groups for s in g.sequences for r in s.turn_tokens
+    }
+    assert {p.response_tokens for p in plans} <= recorded  # every length is one the trace recorded
+
+
+def test_a_missing_trace_says_where_it_looked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from jigsaw_engine.sim.traces import TraceError, load_trace_file
+
+    monkeypatch.setenv("JIGSAW_TRACE_DIR", str(tmp_path))
+    load_trace_file.cache_clear()
+    spec = parse_pipeline_spec(make_spec(workload="code_trace"))
+    with pytest.raises(TraceError, match=f"code_deepcoder_14b.json not found in {tmp_path}"):
+        sample_step(spec, 0)
+    load_trace_file.cache_clear()
