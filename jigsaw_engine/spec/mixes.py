@@ -126,6 +126,14 @@ MIXES: dict[str, Mix] = {
         },
         "64xh100",
     ),
+    "M5": Mix(
+        "async (M2's pipelines)",
+        {
+            "streamrl": MixVariant(2, 8, "h100", _M2, staleness=1),
+            "areal": MixVariant(2, 8, "h100", _M2, staleness=4),
+        },
+        "streamrl",
+    ),
     "MT": Mix(
         "the real traces replayed (shared/data/traces)",
         {
@@ -142,14 +150,6 @@ MIXES: dict[str, Mix] = {
             )
         },
         "32xh100",
-    ),
-    "M5": Mix(
-        "async (M2's pipelines)",
-        {
-            "streamrl": MixVariant(2, 8, "h100", _M2, staleness=1),
-            "areal": MixVariant(2, 8, "h100", _M2, staleness=4),
-        },
-        "streamrl",
     ),
 }
 
