@@ -99,6 +99,9 @@ class ClusterController:
         self.cluster, self.cost = cluster, cost
         self.runtime: Runtime = runtime or SimRuntime(cluster.num_devices)
         self.scheduler: Scheduler = scheduler or DedicatedScheduler()
+        # Roll-forward predictions cost a pass over the open graphs at every event: only for
+        # schedulers that read them (ClusterView.rollout_done_s, ReadyStage.chain_s).
+        self._predict = bool(getattr(self.scheduler, "uses_predictions", False))
         self.graph_config = graph_config or GraphConfig()
         self._plans = plans
         self.events = EventLog()
@@ -262,8 +265,8 @@ class ClusterController:
                 graph = run.graphs[step]
                 node = graph.node(node_id)
                 if self._ready(run, node):
-                    ready.append(ReadyStage(pid, node, self._chain_s(run, graph, node)))
-            if run.steps_done in run.graphs:
+                    ready.append(ReadyStage(pid, node, self._chain_s(run, graph, node) if self._predict else 0.0))
+            if self._predict and run.steps_done in run.graphs:
                 eta = self._rollout_eta(pid, run, run.graphs[run.steps_done])
                 if eta is not None:
                     rollout_done[pid] = eta

@@ -66,6 +66,9 @@ def _is_tail(node: SubStage) -> bool:
 
 
 class JigsawScheduler:
+    uses_predictions = True
+    """Ask the controller for roll-forward predictions (chain lengths, rollout ends)."""
+
     def __init__(
         self,
         cluster: ClusterSpec,

@@ -52,6 +52,10 @@ class ClusterView:
 
 
 class Scheduler(Protocol):
+    """A scheduler may also set ``uses_predictions = True`` to have the controller fill
+    :attr:`ReadyStage.chain_s` and :attr:`ClusterView.rollout_done_s` (they cost a pass over
+    the open graphs at every event, so others go without)."""
+
     name: str
 
     def admit(self, view: ClusterView, specs: Mapping[str, PipelineSpec]) -> list[str]:

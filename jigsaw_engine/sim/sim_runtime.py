@@ -54,6 +54,9 @@ class SimRuntime:
         self._running: dict[str, _Running] = {}
         self._on_device: dict[int, list[str]] = {}
         self._load: dict[int, float] = {}
+        self._next: float | None = None
+        self._next_valid = True
+        """The earliest finish, cached: it only changes when a task starts, ends or is re-rated."""
 
     @property
     def now_s(self) -> float:
@@ -85,7 +88,10 @@ class SimRuntime:
         self._rerate(task.devices)
 
     def next_event_s(self) -> float | None:
-        return min((r.eta_s(self._now_s) for r in self._running.values()), default=None)
+        if not self._next_valid:
+            self._next = min((r.eta_s(self._now_s) for r in self._running.values()), default=None)
+            self._next_valid = True
+        return self._next
 
     def advance_to(self, time_s: float) -> list[TaskFinished]:
         finished: list[TaskFinished] = []
@@ -130,6 +136,7 @@ class SimRuntime:
         self._now_s = time_s
 
     def _remove(self, task: Task) -> None:
+        self._next_valid = False
         del self._running[task.task_id]
         for d in task.devices:
             ids = self._on_device[d]
@@ -141,6 +148,7 @@ class SimRuntime:
 
     def _rerate(self, devices: tuple[int, ...]) -> None:
         """Re-derive the share and rate of every task on ``devices``: its slowest device decides."""
+        self._next_valid = False
         affected = {t for d in devices for t in self._on_device.get(d, [])}
         for task_id in sorted(affected):
             r = self._running[task_id]
