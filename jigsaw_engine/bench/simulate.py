@@ -150,8 +150,7 @@ JIGSAW_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True)
 JIGSAW_POLICIES = {
     "jigsaw": JigsawOptions(),
     "greedy": JigsawOptions(lookahead=False),
-    "jigsaw-no-widen": JigsawOptions(widen=False),
-    "jigsaw-no-split": JigsawOptions(colocate=False),
+    "jigsaw-with-split": JigsawOptions(colocate=True),
     "jigsaw-no-resize": JigsawOptions(resize=False),
     "jigsaw-rollout-only": JigsawOptions(rollout_only=True),
 }

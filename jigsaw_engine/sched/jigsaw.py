@@ -10,7 +10,8 @@ ablations:
 
 - **lending** (always on): a rollout chain that finds no free device at home may run on
   another pipeline's idle home devices.
-- **dynamic split** (``colocate``): a memory-bound tail decode holds only ``tail_share`` of its
+- **dynamic split** (``colocate``, off by default, see :class:`JigsawOptions`): a memory-bound
+  tail decode holds only ``tail_share`` of its
   devices, and a compute-bound sub-stage of another chain takes the rest, elastically, growing
   back to the whole device when the tail ends; only where both fit in device memory. The
   runtime charges the interference table.
@@ -51,13 +52,16 @@ ChainKey = tuple[str, int, int | None]
 @dataclass(frozen=True, slots=True)
 class JigsawOptions:
     lookahead: bool = True
-    colocate: bool = True
+    colocate: bool = False
+    """The dynamic split. Off by default: under the modelled interference table it cost
+    throughput on every built-in mix (``jigsaw-with-split`` in ``jigsaw bench``), even gated by
+    the look-ahead; turn it on with a measured table that says otherwise."""
     resize: bool = True
     widen: bool = True
     """Training chains also take devices left idle, up to twice their width."""
     rollout_only: bool = False
-    """Multiplex rollout sub-stages only (lending idle devices to rollout workers): training never
-    shares a device."""
+    """Multiplex rollout sub-stages only (idle devices lent to rollout workers): training chains
+    stay on their home, never widened nor beside a tail."""
     tail_share: float = 0.3
 
 
@@ -179,7 +183,7 @@ class JigsawScheduler:
                 load[d] = load.get(d, 0.0) + share
                 on_device.setdefault(d, []).append(task)
             tasks.append(task)
-        if self.options.widen:
+        if self.options.widen and not self.options.rollout_only:
             tasks = [self._widen(view, t, load, owner, on_device) for t in tasks]
         return tasks
 

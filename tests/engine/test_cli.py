@@ -89,7 +89,7 @@ def test_simulate_draws_a_timeline_per_policy(tmp_path: Path, capsys: pytest.Cap
 
 def test_bench_writes_a_report_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "report"
-    policies = "verl,streamrl,areal,rollmux,muxserve,jigsaw,greedy,jigsaw-no-split"
+    policies = "verl,streamrl,areal,rollmux,muxserve,jigsaw,greedy,jigsaw-with-split"
     args = ["bench", "--out", str(out), "--mixes", "M3", "--seeds", "1", "--steps", "2", "--policies", policies]
     assert main([*args, "--random", "1"]) == 0
     summary = (out / "summary.md").read_text()

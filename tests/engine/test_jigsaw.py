@@ -21,7 +21,7 @@ ROLLOUT = {"prefill", "decode"}
 TRAINING = {"old_logprob", "ref_logprob", "train", "weight_sync"}
 
 
-def _scheduler(options: JigsawOptions = JigsawOptions(), devices: int = 2) -> tuple[JigsawScheduler, dict]:
+def _scheduler(options: JigsawOptions = JigsawOptions(colocate=True), devices: int = 2) -> tuple[JigsawScheduler, dict]:
     specs = {p: parse_pipeline_spec(make_spec(name=p, resources={"num_gpus": 1})) for p in ("a", "b")}
     sched = JigsawScheduler(make_cluster(devices), make_cost(), options)
     assert sched.admit(ClusterView(0.0, devices, {}, (), specs, ("a", "b")), specs) == ["a", "b"]  # homes: a {0}, b {1}
@@ -71,7 +71,7 @@ def test_look_ahead_splits_only_when_it_can_predict_that_it_pays() -> None:
     view = ClusterView(0.0, 2, {1: 0.3}, ready, specs, (), running=(tail,), rollout_done_s={})
     assert sched.decide(view) == []
     # Greedy (no look-ahead) always takes the split.
-    sched, specs = _scheduler(JigsawOptions(lookahead=False))
+    sched, specs = _scheduler(JigsawOptions(colocate=True, lookahead=False))
     assert len(sched.decide(view)) == 1
 
 
@@ -82,7 +82,7 @@ def test_look_ahead_lends_a_device_only_if_the_chain_returns_it_in_time() -> Non
     worker = SubStage("s0/w0/prefill", SubStageKind.PREFILL, 0, 0, None, 1, 20 * GB, ResourceClass.COMPUTE, 1.0)
     busy = Task("b", _train(40.0), (1,))
     for chain_s, lookahead, lent in [(30.0, True, True), (60.0, True, False), (60.0, False, True)]:
-        sched, specs = _scheduler(JigsawOptions(lookahead=lookahead))
+        sched, specs = _scheduler(JigsawOptions(lookahead=lookahead))  # lending needs no split
         view = ClusterView(
             0.0, 2, {1: 1.0}, (ReadyStage("b", worker, chain_s=chain_s),), specs, (),
             running=(busy,), rollout_done_s={"a": 40.0},
