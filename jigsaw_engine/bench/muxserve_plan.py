@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from jigsaw_engine.bench.rollmux_plan import SEARCH_STEPS, candidate_groupings
-from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.bench.rollmux_plan import SEARCH_STEPS, candidate_groupings, simulate_isolated_group
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.sched.muxserve import MuxGroup, MuxServeScheduler
@@ -42,14 +41,14 @@ def _fits(members: tuple[str, ...], specs: dict[str, PipelineSpec], memory_bytes
 
 
 def _simulate_group(cluster: ClusterSpec, group: MuxGroup, specs: dict[str, PipelineSpec]) -> tuple[int, float]:
-    cost = RooflineCostModel(load_device_profile(cluster.device_type))
     local = MuxGroup(group.members, tuple(range(len(group.devices))))
-    sub_cluster = ClusterSpec(1, len(group.devices), cluster.device_type)
-    controller = ClusterController(sub_cluster, cost, scheduler=MuxServeScheduler([local], cost))
-    for pid, spec in _member_specs(local, specs).items():
-        controller.submit(pid, replace(spec, total_steps=min(SEARCH_STEPS, spec.total_steps)))
-    makespan = controller.run_until_idle()
-    return sum(r.tokens for r in controller.finished_runs().values()), makespan
+    return simulate_isolated_group(
+        cluster,
+        len(group.devices),
+        lambda cost: MuxServeScheduler([local], cost),
+        _member_specs(local, specs),
+        SEARCH_STEPS,
+    )
 
 
 def plan_muxserve(

@@ -10,11 +10,13 @@ scores its total tokens over its slowest group's time. The best grouping wins.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.sched.protocol import Scheduler
 from jigsaw_engine.sched.rollmux import CoExecutionGroup, RollMuxScheduler
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec
@@ -34,17 +36,30 @@ def _member_specs(group: CoExecutionGroup, specs: dict[str, PipelineSpec]) -> di
     }
 
 
-def _simulate_group(
-    cluster: ClusterSpec, group: CoExecutionGroup, specs: dict[str, PipelineSpec], steps: int
+def simulate_isolated_group(
+    cluster: ClusterSpec,
+    size: int,
+    make_scheduler: Callable[[RooflineCostModel], Scheduler],
+    member_specs: dict[str, PipelineSpec],
+    steps: int,
 ) -> tuple[int, float]:
+    """(tokens, makespan) of a group of pipelines alone on ``size`` devices for ``steps`` steps:
+    how a baseline's search scores one candidate layout of one group."""
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    local = CoExecutionGroup(group.members, tuple(range(len(group.devices))), group.rollout_gpus)
-    sub_cluster = ClusterSpec(1, len(group.devices), cluster.device_type)
-    controller = ClusterController(sub_cluster, cost, scheduler=RollMuxScheduler([local], cost))
-    for pid, spec in _member_specs(local, specs).items():
+    controller = ClusterController(ClusterSpec(1, size, cluster.device_type), cost, scheduler=make_scheduler(cost))
+    for pid, spec in member_specs.items():
         controller.submit(pid, replace(spec, total_steps=min(steps, spec.total_steps)))
     makespan = controller.run_until_idle()
     return sum(r.tokens for r in controller.finished_runs().values()), makespan
+
+
+def _simulate_group(
+    cluster: ClusterSpec, group: CoExecutionGroup, specs: dict[str, PipelineSpec], steps: int
+) -> tuple[int, float]:
+    local = CoExecutionGroup(group.members, tuple(range(len(group.devices))), group.rollout_gpus)
+    return simulate_isolated_group(
+        cluster, len(group.devices), lambda cost: RollMuxScheduler([local], cost), _member_specs(local, specs), steps
+    )
 
 
 def _splits(members: tuple[str, ...], size: int, specs: dict[str, PipelineSpec]) -> list[int]:
