@@ -28,6 +28,7 @@ from jigsaw_engine.control.step_metrics import step_metrics
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.errors import DuplicatePipelineError, SpecError, UnknownPipelineError
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
+from jigsaw_engine.graph.predict import GraphPredictor
 from jigsaw_engine.graph.substage import SubStage, SubStageGraph, SubStageKind
 from jigsaw_engine.runtime.protocol import Runtime, Task, TaskFinished
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
@@ -63,6 +64,8 @@ class _Run:
     state: PipelineState = PipelineState.QUEUED
     graphs: dict[int, SubStageGraph] = field(default_factory=dict)
     plans: dict[int, list[SequencePlan]] = field(default_factory=dict)
+    predictor: GraphPredictor = field(default_factory=GraphPredictor)
+    """Durations predicted from the steps this pipeline has finished (for roll-forward)."""
     step_specs: dict[int, PipelineSpec] = field(default_factory=dict)
     """The spec each open step was built with (a resizing scheduler changes its resources)."""
     done: set[tuple[int, str]] = field(default_factory=set)
@@ -287,12 +290,21 @@ class ClusterController:
             rollout_done_s=rollout_done,
         )
 
+    @staticmethod
+    def _predicted_s(run: _Run, node: SubStage) -> float:
+        """What a scheduler may know of ``node``'s duration before it runs: the pipeline's recent
+        steps (per role, :class:`GraphPredictor`). A role never observed (the first step, a new
+        worker after a resize) falls back to the graph's estimate, which in the simulator is
+        built from the sampled lengths themselves."""
+        predicted = run.predictor.duration_of(node)
+        return node.duration_s if predicted is None else predicted
+
     def _chain_s(self, run: _Run, graph: SubStageGraph, node: SubStage) -> float:
         chain = (
             graph.of_worker(node.worker) if node.worker is not None else [n for n in graph.nodes if n.worker is None]
         )
         rest = chain[chain.index(node) :]
-        return sum(n.duration_s for n in rest if n.devices > 0)
+        return sum(self._predicted_s(run, n) for n in rest if n.devices > 0)
 
     def _rollout_eta(self, pid: str, run: _Run, graph: SubStageGraph) -> float | None:
         """When the step's last rollout worker should finish, rolling its chain forward from
@@ -307,9 +319,9 @@ class ClusterController:
                     continue
                 task_id = f"{pid}/{n.node_id}"
                 if task_id in self._started_s:
-                    t = max(t, self._started_s[task_id] + self._running[task_id].setup_s + n.duration_s)
+                    t = max(t, self._started_s[task_id] + self._running[task_id].setup_s + self._predicted_s(run, n))
                 else:
-                    t += n.duration_s
+                    t += self._predicted_s(run, n)
             if any((graph.step, n.node_id) not in run.done for n in graph.of_worker(w) if n.devices > 0):
                 latest = t if latest is None else max(latest, t)
         return latest
@@ -337,6 +349,8 @@ class ClusterController:
 
     def _step_done(self, pipeline_id: str, run: _Run, step: int) -> None:
         graph = run.graphs.pop(step)
+        if self._predict:
+            run.predictor.observe(graph)
         run.done -= {(step, n.node_id) for n in graph.nodes}
         run.started -= {(step, n.node_id) for n in graph.nodes}
         run.frontier -= {(step, n.node_id) for n in graph.nodes}

@@ -51,3 +51,7 @@ class GraphPredictor:
         """``template`` (a cost-model estimate of the next step) with observed durations."""
         nodes = tuple(replace(n, duration_s=self._estimates.get(role_of(n), n.duration_s)) for n in template.nodes)
         return replace(template, nodes=nodes)
+
+    def duration_of(self, node: SubStage) -> float | None:
+        """The predicted duration of ``node``'s role, or None if the role was never observed."""
+        return self._estimates.get(role_of(node))
