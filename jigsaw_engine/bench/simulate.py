@@ -146,7 +146,7 @@ def _jigsaw_plan(
     return plan
 
 
-JIGSAW_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True)
+JIGSAW_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True, migrate_tails=True)
 JIGSAW_POLICIES = {
     "jigsaw": JigsawOptions(),
     "greedy": JigsawOptions(lookahead=False),
@@ -159,6 +159,12 @@ POLICIES.update(
         name: Policy(name, DedicatedScheduler, graph_config=JIGSAW_GRAPH, plan=_jigsaw_plan(name, options))
         for name, options in JIGSAW_POLICIES.items()
     }
+)
+POLICIES["jigsaw-no-migration"] = Policy(
+    "jigsaw-no-migration",
+    DedicatedScheduler,
+    graph_config=replace(JIGSAW_GRAPH, migrate_tails=False),
+    plan=_jigsaw_plan("jigsaw-no-migration", JigsawOptions()),
 )
 COMPOSITE = {
     "verl": ("verl-dedicated", "verl-serial"),

@@ -51,6 +51,10 @@ class DecodeBuckets:
 
 
 BUCKET_NAMES = ("dense", "medium", "tail")
+TAIL_ENTRY_PEAK_FRACTION = 0.25
+"""A worker is in its long tail (and may hand its sequences on) once its batch is a tail batch
+and at most this fraction of the largest batch it ran: a worker that is small from the start
+is not a tail."""
 
 
 @dataclass(slots=True)
@@ -71,6 +75,18 @@ class WorkerRollout:
     """Most KV-cache tokens resident at once: the worker's memory high-water mark."""
     tail_peak_context_tokens: int = 0
     """Most KV-cache tokens resident during tail iterations: what a co-runner must leave room for."""
+    tail_entry_s: float | None = None
+    """When the worker first decodes a tail iteration (see :data:`TAIL_ENTRY_PEAK_FRACTION`)
+    with nothing left to admit and no tool call in flight: from there its unfinished sequences
+    could move to another worker."""
+    tail_remaining: tuple[SequencePlan, ...] = ()
+    """Those unfinished sequences at ``tail_entry_s``, as plans whose prompt is their context so
+    far (what a target worker re-prefills) and whose turns are what is left to generate."""
+    tail_entry_marks: tuple[float, int, float] = (0.0, 0, 0.0)
+    """(tail seconds, tail tokens, tool-wait seconds) before ``tail_entry_s``: what the worker
+    itself does if its sequences move on."""
+    arrival_tail_marks: list[tuple[float, int]] = field(default_factory=list)
+    """(tail seconds, tail tokens) decoded before each batch of migrated sequences arrived."""
     context_token_s: float = 0.0
     """Integral of resident KV-cache tokens over decode time (``/ decode_s``: the mean)."""
     batch_trace: list[tuple[float, int]] = field(default_factory=list)
@@ -84,17 +100,27 @@ def simulate_worker(
     *,
     tp: int = 1,
     buckets: DecodeBuckets = DecodeBuckets(),
+    arrivals: tuple[tuple[float, tuple[SequencePlan, ...]], ...] = (),
 ) -> WorkerRollout:
-    """One worker's rollout of ``plans``. The result is shared between identical calls (every
-    policy of a benchmark replays the same rollouts): treat it as read-only."""
-    return _simulate_worker(cost, model, tuple(plans), tp, buckets)
+    """One worker's rollout of ``plans``. ``arrivals`` are sequences migrated in from other
+    workers, (time, plans) in time order, each re-prefilled when it arrives. The result is shared
+    between identical calls (every policy of a benchmark replays the same rollouts): treat it as
+    read-only."""
+    return _simulate_worker(cost, model, tuple(plans), tp, buckets, arrivals)
 
 
 @lru_cache(maxsize=8192)
 def _simulate_worker(
-    cost: RooflineCostModel, model: ModelSpec, plans: tuple[SequencePlan, ...], tp: int, buckets: DecodeBuckets
+    cost: RooflineCostModel,
+    model: ModelSpec,
+    plans: tuple[SequencePlan, ...],
+    tp: int,
+    buckets: DecodeBuckets,
+    arrivals: tuple[tuple[float, tuple[SequencePlan, ...]], ...],
 ) -> WorkerRollout:
     out = WorkerRollout()
+    incoming = list(reversed(arrivals))  # pop() takes the next arrival
+    peak_batch = 0
     capacity = cost.kv_capacity_tokens(model, tp=tp)
     pending = [_Seq(p) for p in plans]
     pending.reverse()  # pop() admits in submission order
@@ -114,7 +140,14 @@ def _simulate_worker(
         tie += 1
         heapq.heappush(running, (iteration + s.plan.turn_tokens[s.turn], tie, s))
 
-    while pending or running or waiting:
+    while pending or running or waiting or incoming:
+        while incoming and incoming[-1][0] <= t:
+            _, moved = incoming.pop()
+            out.arrival_tail_marks.append((out.bucket_s["tail"], out.bucket_tokens["tail"]))
+            pending.extend(_Seq(p) for p in reversed(moved))  # admitted next, before anything else
+        if not (pending or running or waiting):
+            t = incoming[-1][0]  # idle until the next arrival
+            continue
         # Admit what fits: a sequence reserves its full worst-case context, so it never
         # has to be preempted (vLLM preempts instead; same throughput when capacity is ample).
         admitted_tokens = 0
@@ -146,10 +179,22 @@ def _simulate_worker(
 
         batch = len(running)
         out.batch_trace.append((t, batch))
+        peak_batch = max(peak_batch, batch)
+        if (
+            out.tail_entry_s is None
+            and not pending
+            and not waiting
+            and buckets.bucket_of(batch) == "tail"
+            and batch <= TAIL_ENTRY_PEAK_FRACTION * peak_batch
+        ):
+            out.tail_entry_s = t
+            out.tail_entry_marks = (out.bucket_s["tail"], out.bucket_tokens["tail"], out.tool_wait_s)
+            out.tail_remaining = tuple(_remaining_plan(s, end - iteration, iteration) for end, _, s in sorted(running))
         k = running[0][0] - iteration
-        if waiting:
+        if waiting or incoming:
+            wake = min(([waiting[0][0]] if waiting else []) + ([incoming[-1][0]] if incoming else []))
             per_iter = cost.decode_iteration_s(model, batch=batch, context_tokens=context, tp=tp)
-            k = max(1, min(k, math.ceil((waiting[0][0] - t) / per_iter)))
+            k = max(1, min(k, math.ceil((wake - t) / per_iter)))
         mean_context = context + batch * (k - 1) / 2.0
         dt = k * cost.decode_iteration_s(model, batch=batch, context_tokens=mean_context, tp=tp)
         out.context_token_s += mean_context * dt
@@ -188,6 +233,14 @@ def _simulate_worker(
 
     out.duration_s = t
     return out
+
+
+def _remaining_plan(s: _Seq, left: int, iteration: int) -> SequencePlan:
+    """What is left of a running sequence, as a plan another worker can take over."""
+    later = s.plan.turn_tokens[s.turn + 1 :]
+    return SequencePlan(
+        s.context_at(iteration), (left, *later), s.plan.tool_waits_s[s.turn :], s.plan.tool_output_tokens
+    )
 
 
 def _rejoin(s: _Seq, join: Callable[[_Seq, int], None]) -> int:
