@@ -39,10 +39,10 @@ class GraphConfig:
     """Long-tail migration (:mod:`jigsaw_engine.migration.tails`) for async pipelines: workers
     entering their tail hand their unfinished sequences to a worker already in its tail; the
     source's chain ends there and the target's tail is split where they arrive (an edge from
-    the source). Async only: there the freed devices start the next step's generation at once;
-    a sync pipeline has nothing to put on them until it trains, and across the built-in mixes
-    the target's longer tail cost more than other pipelines gained from the devices (-1 to -4%
-    on M0, M2, M3, M4; +2% on M1), against +10% and +20% on M5 at staleness 1 and 4."""
+    the source). Async only: there the freed devices start the next step's generation at once.
+    A sync pipeline has nothing to put on them until it trains, and the target's longer tail
+    delays that training: enabled for sync pipelines too, jigsaw lost 1-7% on M0-M4 (seed 0,
+    20 steps), while async migration gained 15% on M5 at staleness 4 (and lost 1.5% at 1)."""
     interrupt_reprefill: bool = False
     """Interruptible rollouts (AReaL): a weight update lands during each step's generation and
     the in-flight sequences recompute their KV cache; charged as a ``prefill.interrupt`` node
