@@ -18,7 +18,7 @@ from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.cost.lower_bound import LowerBound, lower_bound
 from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
-from jigsaw_engine.sched.jigsaw import JigsawOptions, JigsawScheduler, jigsaw_resources
+from jigsaw_engine.sched.jigsaw import JIGSAW_GRAPH, JigsawOptions, JigsawScheduler, jigsaw_resources
 from jigsaw_engine.sched.protocol import Scheduler
 from jigsaw_engine.sim.lengths import sample_step
 from jigsaw_engine.spec.cluster import ClusterSpec
@@ -146,7 +146,6 @@ def _jigsaw_plan(
     return plan
 
 
-JIGSAW_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True, migrate_tails=True)
 JIGSAW_POLICIES = {
     "jigsaw": JigsawOptions(),
     "greedy": JigsawOptions(lookahead=False),

@@ -12,14 +12,14 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from jigsaw_engine.contracts import EventBatch
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
-from jigsaw_engine.graph.builder import GraphConfig
-from jigsaw_engine.sched.registry import make_scheduler
+from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
 from jigsaw_engine.spec.cluster import ClusterSpec
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ class LocalEngine:
             cluster,
             cost,
             scheduler=make_scheduler(scheduler, cluster, cost),
-            graph_config=GraphConfig(startup_s=STARTUP_S, dispatch="longest_first", overlap_rollouts=True),
+            graph_config=replace(graph_config_for(scheduler), startup_s=STARTUP_S),
         )
         self._lock = threading.Lock()
         self._wake = threading.Event()

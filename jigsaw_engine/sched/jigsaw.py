@@ -35,12 +35,16 @@ from dataclasses import dataclass, replace
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.interference import InterferenceTable, load_interference_table
+from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
 from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode
 
+JIGSAW_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True, migrate_tails=True)
+"""How Jigsaw's pipelines are cut into sub-stages: length-aware dispatch, an async worker's next
+rollout beside its tail, long-tail migration."""
 EPS = 1e-9
 MEMORY_FRACTION = 0.9
 """Share of device memory sub-stages may fill together (the rest: allocator slack, buffers)."""
