@@ -75,6 +75,9 @@ class _Run:
     step_spans: dict[int, list[TimelineSpan]] = field(default_factory=dict)
     steps_done: int = 0
     step_latencies_s: list[float] = field(default_factory=list)
+    prediction_errors: list[float] = field(default_factory=list)
+    """Per finished step, the worst relative error of the durations predicted for it (roll-forward
+    schedulers only)."""
     tokens: int = 0
     started_s: float | None = None
     ended_s: float | None = None
@@ -351,6 +354,7 @@ class ClusterController:
         graph = run.graphs.pop(step)
         if self._predict:
             run.predictor.observe(graph)
+            run.prediction_errors.append(max(run.predictor.last_errors.values(), default=0.0))
         run.done -= {(step, n.node_id) for n in graph.nodes}
         run.started -= {(step, n.node_id) for n in graph.nodes}
         run.frontier -= {(step, n.node_id) for n in graph.nodes}
