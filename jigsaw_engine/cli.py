@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +64,18 @@ class _ProgressBar:
         print(("\r" if self._tty else "") + line, end=end, file=sys.stderr, flush=True)
 
 
-def _bench(args: argparse.Namespace) -> int:
-    policies = tuple(p for p in args.policies.split(",") if p)
+def _policies_problem(policies: Sequence[str]) -> str | None:
+    """The ``--policies`` error to print, or None when every name is known."""
     unknown = [p for p in policies if p not in AVAILABLE]
     if unknown or not policies:
-        print(
-            f"--policies: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(AVAILABLE)}", file=sys.stderr
-        )
+        return f"--policies: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(AVAILABLE)}"
+    return None
+
+
+def _bench(args: argparse.Namespace) -> int:
+    policies = tuple(p for p in args.policies.split(",") if p)
+    if (problem := _policies_problem(policies)) is not None:
+        print(problem, file=sys.stderr)
         return 2
     for flag, value in (("--seeds", args.seeds), ("--steps", args.steps)):
         if value < 1:
@@ -151,12 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.spec}: ok")
             return 0
         policies = [p for p in args.policies.split(",") if p]
-        unknown = [p for p in policies if p not in AVAILABLE]
-        if unknown or not policies:
-            print(
-                f"--policies: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(AVAILABLE)}",
-                file=sys.stderr,
-            )
+        if (problem := _policies_problem(policies)) is not None:
+            print(problem, file=sys.stderr)
             return 2
         if args.steps is not None and args.steps < 1:
             print(f"--steps: must be >= 1, got {args.steps}", file=sys.stderr)

@@ -144,20 +144,20 @@ def _plots(result: dict[str, Any], out: Path) -> list[str]:
         fig.savefig(out / name)
         written.append(name)
 
+    def relative(policy: str, base: str) -> list[float]:
+        return [
+            mixes[m]["policies"][policy]["throughput_tokens_per_s"]
+            / mixes[m]["policies"][base]["throughput_tokens_per_s"]
+            for m in labels
+        ]
+
     policies = [p for p in (*BASELINES, "jigsaw") if p in result["config"]["policies"]]
     if "verl" in policies:
         bars(
             "throughput.png",
             "Throughput relative to verl (median over seeds)",
             "tokens/s / verl",
-            {
-                p: [
-                    mixes[m]["policies"][p]["throughput_tokens_per_s"]
-                    / mixes[m]["policies"]["verl"]["throughput_tokens_per_s"]
-                    for m in labels
-                ]
-                for p in policies
-            },
+            {p: relative(p, "verl") for p in policies},
         )
     if "jigsaw" in result["config"]["policies"]:
         bars(
@@ -175,13 +175,6 @@ def _plots(result: dict[str, Any], out: Path) -> list[str]:
                 "ablations.png",
                 "Ablations: throughput / jigsaw",
                 "ratio",
-                {
-                    a: [
-                        mixes[m]["policies"][a]["throughput_tokens_per_s"]
-                        / mixes[m]["policies"]["jigsaw"]["throughput_tokens_per_s"]
-                        for m in labels
-                    ]
-                    for a in ablations
-                },
+                {a: relative(a, "jigsaw") for a in ablations},
             )
     return written

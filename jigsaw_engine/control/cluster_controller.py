@@ -303,9 +303,7 @@ class ClusterController:
         return node.duration_s if predicted is None else predicted
 
     def _chain_s(self, run: _Run, graph: SubStageGraph, node: SubStage) -> float:
-        chain = (
-            graph.of_worker(node.worker) if node.worker is not None else [n for n in graph.nodes if n.worker is None]
-        )
+        chain = graph.of_worker(node.worker) if node.worker is not None else graph.pipeline_wide()
         rest = chain[chain.index(node) :]
         return sum(self._predicted_s(run, n) for n in rest if n.devices > 0)
 

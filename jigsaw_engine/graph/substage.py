@@ -74,6 +74,7 @@ class SubStageGraph:
     _preds: dict[str, list[str]] = field(init=False, compare=False, repr=False)
     _succs: dict[str, list[str]] = field(init=False, compare=False, repr=False)
     _by_worker: dict[int, list[SubStage]] = field(init=False, compare=False, repr=False)
+    _pipeline_wide: list[SubStage] = field(init=False, compare=False, repr=False)
     _position: dict[str, int] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -90,8 +91,9 @@ class SubStageGraph:
         for a, b in self.edges:
             preds[b].append(a)
             succs[a].append(b)
+        pipeline_wide = [n for n in self.nodes if n.worker is None]
         for name, value in (("_index", index), ("_preds", preds), ("_succs", succs), ("_by_worker", by_worker),
-                            ("_position", position)):  # fmt: skip
+                            ("_position", position), ("_pipeline_wide", pipeline_wide)):  # fmt: skip
             object.__setattr__(self, name, value)
 
     def node(self, node_id: str) -> SubStage:
@@ -109,6 +111,10 @@ class SubStageGraph:
     def of_worker(self, worker: int) -> list[SubStage]:
         """A rollout worker's sub-stages, in chain order."""
         return self._by_worker.get(worker, [])
+
+    def pipeline_wide(self) -> list[SubStage]:
+        """The sub-stages of no particular worker (reward, log-probs, training, sync), in order."""
+        return self._pipeline_wide
 
     def position(self, node_id: str) -> int:
         """Index in ``nodes`` (a topological order)."""

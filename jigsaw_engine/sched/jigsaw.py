@@ -212,9 +212,7 @@ class JigsawScheduler:
         if self._chains.get(key) != task.devices or self._widened.get(key):
             return task
         base = len(task.devices)
-        chain_s = next(
-            s.chain_s for s in view.ready if s.pipeline_id == task.pipeline_id and s.node.node_id == node.node_id
-        )
+        chain_s = _ready_chain_s(view, task)
         extra: list[int] = []
         for d in range(view.num_devices):
             if len(extra) == base:
@@ -275,8 +273,7 @@ class JigsawScheduler:
             return candidates
         # Roll forward: the chain on `width` devices at full speed, or on width + k at the shared pace.
         slow_c, slow_m = self._slowdowns()
-        ready = [s.chain_s for s in view.ready if s.pipeline_id == task.pipeline_id and s.node == node]
-        chain_s = ready[0] if ready else node.duration_s
+        chain_s = _ready_chain_s(view, task)
         k = len(candidates)
         alone_s, shared_s = chain_s * node.devices / width, chain_s * node.devices * slow_c / (width + k)
         if not all(self._lendable_for(view, owner.get(d), shared_s, d) for d in candidates):
@@ -502,6 +499,14 @@ class JigsawScheduler:
         if not cold:
             return 0.0
         return self._cost.context_switch_s(spec.model, num_gpus=len(devices), training=node.worker is None)
+
+
+def _ready_chain_s(view: ClusterView, task: Task) -> float:
+    """The predicted chain length of the ready stage ``task`` was made from."""
+    for stage in view.ready:
+        if stage.pipeline_id == task.pipeline_id and stage.node.node_id == task.node.node_id:
+            return stage.chain_s
+    return task.node.duration_s
 
 
 def _widened(node: SubStage, width: int) -> SubStage:
