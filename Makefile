@@ -7,7 +7,7 @@ VENV := .venv
 ENGINE_VENV := .venv-engine
 PY := $(VENV)/bin/python
 PIP_FLAGS := --disable-pip-version-check -q -c constraints.txt
-EXTRAS ?= web,ray,dev
+EXTRAS ?= web,ray,rl,dev
 
 .PHONY: demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest clean
 

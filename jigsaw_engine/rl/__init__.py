@@ -1,0 +1,1 @@
+"""RL algorithms on torch tensors: advantage estimators, KL, policy and value losses, DAPO knobs, metric names."""

@@ -1,0 +1,46 @@
+"""The shared shape of one-reply environments: the model answers once and is graded.
+
+Generated arithmetic, GSM8K files and users' JSONL differ only in where their rows come from,
+so they share this environment and episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from jigsaw_engine.envs.graders import GraderName, get_grader
+from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode, Turn
+
+
+class SingleTurnEpisode:
+    """Grades the one reply; a second reply is a bug in the loop."""
+
+    def __init__(self, task: EnvTask, grader: GraderName) -> None:
+        self._task = task
+        self._grade = get_grader(grader)
+        self._done = False
+
+    def respond(self, reply: str) -> Turn:
+        if self._done:
+            raise RuntimeError(f"episode on task {self._task.task_id} is over; it takes one reply")
+        self._done = True
+        return Turn(done=True, reward=self._grade(reply, self._task.answer))
+
+
+class SingleTurnEnv(Environment):
+    """A fixed list of tasks, one reply each, rewarded by ``grader``."""
+
+    def __init__(self, tasks: Sequence[EnvTask], *, grader: GraderName, name: str) -> None:
+        if not tasks:
+            raise ValueError(f"environment {name!r} has no tasks")
+        get_grader(grader)
+        self.name = name
+        self.max_turns = 1
+        self.grader: GraderName = grader
+        self._tasks = tuple(tasks)
+
+    def dataset(self) -> Sequence[EnvTask]:
+        return self._tasks
+
+    def episode(self, task: EnvTask) -> Episode:
+        return SingleTurnEpisode(task, self.grader)

@@ -1,0 +1,84 @@
+"""Build a tiny checkpoint from a preset, and load any HF causal LM from a local directory.
+
+A checkpoint directory is what ``save_pretrained`` writes (``config.json``, safetensors,
+``tokenizer.json``), so a tiny model and a real one load through the same function, and vLLM
+can serve either from the same path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedModel,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+from jigsaw_engine.errors import JigsawError
+from jigsaw_engine.models.presets import TinyPreset
+
+
+class ModelLoadError(JigsawError):
+    code = "model_load_error"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A causal LM and its tokenizer, as the rollout engine and the trainer both need them."""
+
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerFast
+    path: Path
+
+
+def build_tiny_model(preset: TinyPreset, tokenizer: PreTrainedTokenizerFast, *, seed: int = 0) -> PreTrainedModel:
+    """Fresh random weights for ``preset``, sized to ``tokenizer``'s vocabulary."""
+    common = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=preset.hidden_size,
+        num_hidden_layers=preset.num_layers,
+        num_attention_heads=preset.num_heads,
+        num_key_value_heads=preset.num_kv_heads,
+        intermediate_size=preset.intermediate_size,
+        max_position_embeddings=preset.max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(seed)
+    model: PreTrainedModel
+    if preset.architecture == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(**common))
+    else:
+        model = LlamaForCausalLM(LlamaConfig(**common))
+    return model.to(torch.float32)
+
+
+def save_policy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def load_policy(path: Path) -> Policy:
+    """Load a causal LM and its tokenizer from ``path``; never touches the network."""
+    missing = [name for name in ("config.json", "tokenizer.json") if not (path / name).is_file()]
+    if not path.is_dir() or missing:
+        what = "it is not a directory" if not path.is_dir() else f"missing {', '.join(missing)}"
+        raise ModelLoadError(
+            f"model path {path}: {what}; point it at a directory written by save_pretrained "
+            "(config.json, *.safetensors, tokenizer.json), or use a tiny preset"
+        )
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(path, local_files_only=True)
+    return Policy(model=model, tokenizer=tokenizer, path=path)

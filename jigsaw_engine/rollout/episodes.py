@@ -1,0 +1,143 @@
+"""Drive environment episodes through a rollout engine, many at once.
+
+Every episode's current turn is one engine request; when a request finishes, its reply goes to
+the environment, and if the episode goes on, the observation is appended and the whole
+conversation so far becomes the next request (the engine re-prefills it). Episodes that wait
+on a tool do not hold up the others' decoding beyond the tool call itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from transformers import PreTrainedTokenizerFast
+
+from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode
+from jigsaw_engine.models.chat import EOS, render_turn
+from jigsaw_engine.rollout.protocol import FinishedRequest, RolloutEngine, RolloutRequest, SamplingParams
+from jigsaw_engine.train.token_batch import Sample
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeResult:
+    task: EnvTask
+    group: int
+    """Index of the task in this step's batch: the responses GRPO compares with each other."""
+    sample: Sample
+    reward: float
+    num_turns: int
+    response_tokens: int
+    """Tokens the model wrote, over all turns."""
+    truncated: bool
+    """Some reply hit the token limit (the overlong penalty reads this)."""
+    tool_s: float
+
+
+@dataclass(slots=True)
+class _Live:
+    task: EnvTask
+    group: int
+    episode: Episode
+    seed: int
+    tokens: list[int]
+    written: list[bool]
+    turns: int = 0
+    truncated: bool = False
+    tool_s: float = 0.0
+    replies: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutTiming:
+    generate_s: float
+    tool_s: float
+
+
+def collect_episodes(
+    engine: RolloutEngine,
+    env: Environment,
+    tokenizer: PreTrainedTokenizerFast,
+    tasks: Sequence[EnvTask],
+    *,
+    n: int,
+    sampling: SamplingParams,
+    request_prefix: str = "",
+) -> tuple[list[EpisodeResult], RolloutTiming]:
+    """Run ``n`` episodes per task to the end; results grouped by task, in task order.
+
+    Seeds are ``sampling.seed`` plus the episode's index, so a step replays identically.
+    """
+    eos_id = tokenizer.convert_tokens_to_ids(EOS)
+    stop_ids = tuple(sorted({*sampling.stop_token_ids, eos_id}))
+    live: dict[str, _Live] = {}
+    results: dict[str, EpisodeResult] = {}
+    order: list[str] = []
+    for group, task in enumerate(tasks):
+        prompt = tokenizer.encode(render_turn("user", task.prompt))
+        for k in range(n):
+            episode_id = f"{request_prefix}{group}-{k}"
+            order.append(episode_id)
+            live[episode_id] = _Live(
+                task, group, env.episode(task), sampling.seed + group * n + k, list(prompt), [False] * len(prompt)
+            )
+            _submit(engine, episode_id, live[episode_id], sampling, stop_ids)
+    started = time.perf_counter()
+    tool_s = 0.0
+    while engine.has_unfinished():
+        for finished in engine.step():
+            episode_id = finished.request_id.rsplit("#", 1)[0]
+            state = live[episode_id]
+            before = state.tool_s
+            done = _advance(state, finished, env, tokenizer)
+            tool_s += state.tool_s - before
+            if done is not None:
+                results[episode_id] = done
+                del live[episode_id]
+            else:
+                _submit(engine, episode_id, state, sampling, stop_ids)
+    timing = RolloutTiming(generate_s=time.perf_counter() - started - tool_s, tool_s=tool_s)
+    return [results[e] for e in order], timing
+
+
+def _submit(
+    engine: RolloutEngine, episode_id: str, state: _Live, sampling: SamplingParams, stop_ids: tuple[int, ...]
+) -> None:
+    params = SamplingParams(
+        max_tokens=sampling.max_tokens,
+        temperature=sampling.temperature,
+        seed=state.seed * 131 + state.turns,
+        stop_token_ids=stop_ids,
+    )
+    engine.add_request(RolloutRequest(f"{episode_id}#{state.turns}", tuple(state.tokens), params))
+
+
+def _advance(
+    state: _Live, finished: FinishedRequest, env: Environment, tokenizer: PreTrainedTokenizerFast
+) -> EpisodeResult | None:
+    """Hand one finished reply to the environment; the episode's result when it has ended."""
+    state.tokens.extend(finished.output_ids)
+    state.written.extend([True] * len(finished.output_ids))
+    state.turns += 1
+    state.truncated |= finished.finish_reason == "length"
+    reply = tokenizer.decode(list(finished.output_ids), skip_special_tokens=True)
+    state.replies.append(reply)
+    turn = state.episode.respond(reply)
+    state.tool_s += turn.tool_s
+    if not turn.done and state.turns < env.max_turns and finished.finish_reason == "stop":
+        observation = tokenizer.encode(render_turn("tool" if turn.role == "tool" else "user", turn.observation))
+        state.tokens.extend(observation)
+        state.written.extend([False] * len(observation))
+        return None
+    reward = turn.reward if turn.done else 0.0
+    return EpisodeResult(
+        task=state.task,
+        group=state.group,
+        sample=Sample(tuple(state.tokens), tuple(state.written)),
+        reward=reward,
+        num_turns=state.turns,
+        response_tokens=sum(state.written),
+        truncated=state.truncated,
+        tool_s=state.tool_s,
+    )

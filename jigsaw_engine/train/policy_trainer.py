@@ -1,0 +1,174 @@
+"""The actor update: PPO-style clipped policy gradient over micro-batches, AdamW, clipping.
+
+One :meth:`PolicyTrainer.update` is one RL step's training: the batch is split into
+``ppo_mini_batch_size`` optimizer steps (each accumulating gradients over micro-batches), for
+``ppo_epochs`` passes. Old log-probs are taken once before the update, so the ratio is 1 on the
+first mini-batch and the clip only matters on later ones, as in verl.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel
+
+from jigsaw_engine.rl import metrics as names
+from jigsaw_engine.rl.kl import KLEstimator, kl_loss
+from jigsaw_engine.rl.policy_loss import LossAggMode, aggregate_loss, ppo_policy_loss
+from jigsaw_engine.train.token_batch import TokenBatch, batch_log_probs, forward_log_probs
+
+
+@dataclass(frozen=True, slots=True)
+class ActorConfig:
+    lr: float = 1e-6
+    """AdamW learning rate. 1e-6 suits billion-parameter checkpoints; tiny models want ~1e-3."""
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    """Max global gradient norm per optimizer step."""
+    micro_batch_size: int = 16
+    """Samples per forward/backward; gradients accumulate over micro-batches."""
+    ppo_mini_batch_size: int = 0
+    """Samples per optimizer step; 0 = the whole batch (one step per epoch)."""
+    ppo_epochs: int = 1
+    clip_ratio_low: float = 0.2
+    clip_ratio_high: float = 0.2
+    """Above ``clip_ratio_low`` is DAPO's clip-higher (0.28 there)."""
+    clip_ratio_c: float = 3.0
+    """Dual-clip bound for negative advantages."""
+    loss_agg_mode: LossAggMode = "token-mean"
+    kl_coef: float = 0.0
+    """KL-to-reference loss weight; 0 skips the reference model entirely."""
+    kl_estimator: KLEstimator = "k3"
+    entropy_coeff: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("micro_batch_size", "ppo_epochs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"actor.{name}: must be >= 1, got {getattr(self, name)}")
+        if self.ppo_mini_batch_size < 0:
+            raise ValueError(
+                f"actor.ppo_mini_batch_size: must be >= 0 (0 = whole batch), got {self.ppo_mini_batch_size}"
+            )
+        if self.lr <= 0:
+            raise ValueError(f"actor.lr: must be > 0, got {self.lr}")
+        if self.kl_coef < 0 or self.entropy_coeff < 0:
+            raise ValueError("actor.kl_coef and actor.entropy_coeff: must be >= 0 (0 switches the term off)")
+
+
+class PolicyTrainer:
+    def __init__(self, model: PreTrainedModel, config: ActorConfig, *, keep_reference: bool = False) -> None:
+        self.model = model
+        self.config = config
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.reference: PreTrainedModel | None = None
+        if config.kl_coef > 0 or keep_reference:
+            self.reference = copy.deepcopy(model).eval()
+            self.reference.requires_grad_(False)
+
+    # -- forwards without gradients ------------------------------------------------------------
+    def old_log_probs(self, batch: TokenBatch) -> torch.Tensor:
+        return batch_log_probs(self.model, batch, micro_batch_size=self.config.micro_batch_size)
+
+    def ref_log_probs(self, batch: TokenBatch) -> torch.Tensor | None:
+        if self.reference is None:
+            return None
+        return batch_log_probs(self.reference, batch, micro_batch_size=self.config.micro_batch_size)
+
+    # -- the update ----------------------------------------------------------------------------
+    def update(
+        self,
+        batch: TokenBatch,
+        advantages: torch.Tensor,
+        old_logp: torch.Tensor,
+        ref_logp: torch.Tensor | None = None,
+        *,
+        seed: int = 0,
+    ) -> dict[str, float]:
+        """Train on ``batch``; the mean of each actor metric over optimizer steps."""
+        cfg = self.config
+        mini = cfg.ppo_mini_batch_size or batch.size
+        generator = torch.Generator().manual_seed(seed)
+        sums: dict[str, float] = {}
+        steps = 0
+        self.model.train()
+        for _ in range(cfg.ppo_epochs):
+            order = torch.randperm(batch.size, generator=generator)
+            for start in range(0, batch.size, mini):
+                rows = order[start : start + mini]
+                for key, value in self._optimizer_step(
+                    batch.rows(rows), advantages[rows], old_logp[rows], ref_logp, rows
+                ).items():
+                    sums[key] = sums.get(key, 0.0) + value
+                steps += 1
+        self.model.eval()
+        return {key: value / steps for key, value in sums.items()}
+
+    def _optimizer_step(
+        self,
+        batch: TokenBatch,
+        advantages: torch.Tensor,
+        old_logp: torch.Tensor,
+        ref_logp: torch.Tensor | None,
+        rows: torch.Tensor,
+    ) -> dict[str, float]:
+        cfg = self.config
+        self.optimizer.zero_grad(set_to_none=True)
+        # Each micro-batch's loss is weighted by its share of the mini-batch's valid tokens, so
+        # accumulation gives the token-mean of the whole mini-batch, not a mean of means.
+        total_tokens = float(batch.response_mask.sum().clamp(min=1.0))
+        acc = {names.PG_LOSS: 0.0, names.PG_CLIPFRAC: 0.0, names.PPO_KL: 0.0, names.ENTROPY: 0.0, names.KL_LOSS: 0.0}
+        for start in range(0, batch.size, cfg.micro_batch_size):
+            part = slice(start, start + cfg.micro_batch_size)
+            micro = batch.rows(part)
+            weight = float(micro.response_mask.sum()) / total_tokens
+            if weight == 0.0:
+                continue
+            logp, entropy = forward_log_probs(self.model, micro, with_entropy=True)
+            assert entropy is not None
+            out = ppo_policy_loss(
+                logp,
+                old_logp[part],
+                advantages[part],
+                micro.response_mask,
+                clip_ratio_low=cfg.clip_ratio_low,
+                clip_ratio_high=cfg.clip_ratio_high,
+                clip_ratio_c=cfg.clip_ratio_c,
+                agg_mode=cfg.loss_agg_mode,
+            )
+            entropy_mean = aggregate_loss(entropy, micro.response_mask, cfg.loss_agg_mode)
+            loss = out.pg_loss - cfg.entropy_coeff * entropy_mean
+            if ref_logp is not None and cfg.kl_coef > 0:
+                kl = kl_loss(
+                    logp,
+                    ref_logp[rows][part],
+                    micro.response_mask,
+                    estimator=cfg.kl_estimator,
+                    agg_mode=cfg.loss_agg_mode,
+                )
+                loss = loss + cfg.kl_coef * kl
+                acc[names.KL_LOSS] += float(kl.detach()) * weight
+            (loss * weight).backward()
+            acc[names.PG_LOSS] += float(out.pg_loss.detach()) * weight
+            acc[names.PG_CLIPFRAC] += float(out.pg_clipfrac) * weight
+            acc[names.PPO_KL] += float(out.ppo_kl) * weight
+            acc[names.ENTROPY] += float(entropy_mean.detach()) * weight
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+        self.optimizer.step()
+        acc[names.GRAD_NORM] = float(grad_norm)
+        acc[names.LR] = cfg.lr
+        return acc
+
+    # -- weights and checkpoints ---------------------------------------------------------------
+    def weights(self) -> dict[str, torch.Tensor]:
+        """The policy's weights, detached, for the rollout engines."""
+        return {name: tensor.detach() for name, tensor in self.model.state_dict().items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
