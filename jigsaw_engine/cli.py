@@ -4,7 +4,9 @@
     jigsaw simulate --mix M0 --policies verl,verl-dedicated,verl-serial --json out.json
     jigsaw simulate --workload mix.yaml --steps 20 --seed 0 --timeline out.png
     jigsaw bench --out report/ --random 50
+    jigsaw run --workload examples/real-cpu.yaml --policies serial,jigsaw --json out.json
 
+``run`` trains tiny pipelines for real on an embedded Ray (or ``RAY_ADDRESS``'s cluster).
 The simulation runs the production controller and schedulers on a virtual clock; with
 ``--deterministic`` (no wall-clock decision latencies) the same inputs give byte-identical JSON.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -122,6 +125,13 @@ def _timeline_path(base: Path, policy: str, count: int) -> Path:
     return base if count == 1 else base.with_name(f"{base.stem}-{policy}{base.suffix or '.png'}")
 
 
+def _run_real(args: argparse.Namespace) -> int:
+    """``jigsaw run``: imported lazily, so the planning commands never load torch or Ray."""
+    from jigsaw_engine.runtime.real_cli import run_command
+
+    return run_command(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jigsaw", description="JigsawRL engine tools")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -148,7 +158,21 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--policies", default=",".join(SUITE_CONFIG.policies))
     b.add_argument("--random", type=int, default=0, help="also score jigsaw on N random mixes")
     b.add_argument("--scale", action="store_true", help="also time decisions at 1024 GPUs x 64 pipelines")
+    r = sub.add_parser("run", help="train a workload's tiny pipelines for real, policies side by side")
+    r.add_argument("--workload", type=Path, required=True, help="YAML/JSON file: a cpu cluster and tiny pipelines")
+    r.add_argument("--policies", default="jigsaw", help="comma separated: serial, dedicated, greedy, jigsaw")
+    r.add_argument("--steps", type=int, default=None, help="override every pipeline's trainer.total_steps")
+    r.add_argument("--json", type=Path, default=None, help="write the results here")
+    r.add_argument("--executor", choices=("ray", "threads"), default="ray", help="Ray actors (default) or threads here")
+    r.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "jigsaw-tiny-policies",
+        help="where warmed-up start policies are kept between runs",
+    )
     args = parser.parse_args(argv)
+    if args.command == "run":
+        return _run_real(args)
     try:
         if args.command == "bench":
             return _bench(args)

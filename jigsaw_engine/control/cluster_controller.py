@@ -162,7 +162,13 @@ class ClusterController:
             for finished in self.runtime.advance_to(t):
                 self._on_finished(finished)
             self._schedule()
-        self.runtime.advance_to(now_s)
+        # A simulated runtime has nothing left due by now_s; a real one may have finished work
+        # while we waited, and that must not be dropped.
+        late = self.runtime.advance_to(now_s)
+        for finished in late:
+            self._on_finished(finished)
+        if late:
+            self._schedule()
 
     def run_until_idle(self) -> float:
         self._schedule()

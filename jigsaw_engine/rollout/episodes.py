@@ -55,6 +55,78 @@ class RolloutTiming:
     tool_s: float
 
 
+class EpisodeBatch:
+    """``n`` episodes per task on one engine, advanced in slices (a decode bucket at a time).
+
+    Seeds are ``sampling.seed`` plus the episode's index, so a step replays identically.
+    """
+
+    def __init__(
+        self,
+        engine: RolloutEngine,
+        env: Environment,
+        tokenizer: PreTrainedTokenizerFast,
+        tasks: Sequence[EnvTask],
+        *,
+        n: int,
+        sampling: SamplingParams,
+        request_prefix: str = "",
+        first_group: int = 0,
+    ) -> None:
+        self._engine, self._env, self._tokenizer, self._sampling = engine, env, tokenizer, sampling
+        eos_id = tokenizer.convert_tokens_to_ids(EOS)
+        self._stop_ids = tuple(sorted({*sampling.stop_token_ids, eos_id}))
+        self._live: dict[str, _Live] = {}
+        self._results: dict[str, EpisodeResult] = {}
+        self._order: list[str] = []
+        self.generate_s = 0.0
+        self.tool_s = 0.0
+        for offset, task in enumerate(tasks):
+            group = first_group + offset
+            prompt = tokenizer.encode(render_turn("user", task.prompt))
+            for k in range(n):
+                episode_id = f"{request_prefix}{group}-{k}"
+                self._order.append(episode_id)
+                state = _Live(
+                    task, group, env.episode(task), sampling.seed + group * n + k, list(prompt), [False] * len(prompt)
+                )
+                self._live[episode_id] = state
+                _submit(engine, episode_id, state, sampling, self._stop_ids)
+
+    @property
+    def size(self) -> int:
+        return len(self._order)
+
+    @property
+    def live(self) -> int:
+        """Episodes not finished yet (decoding, or between turns)."""
+        return len(self._live)
+
+    def advance(self, *, until_live_at_most: int = 0) -> None:
+        """Step the engine until at most ``until_live_at_most`` episodes are unfinished."""
+        started = time.perf_counter()
+        tool_before = self.tool_s
+        while len(self._live) > until_live_at_most and self._engine.has_unfinished():
+            for finished in self._engine.step():
+                episode_id = finished.request_id.rsplit("#", 1)[0]
+                state = self._live[episode_id]
+                before = state.tool_s
+                done = _advance(state, finished, self._env, self._tokenizer)
+                self.tool_s += state.tool_s - before
+                if done is not None:
+                    self._results[episode_id] = done
+                    del self._live[episode_id]
+                else:
+                    _submit(self._engine, episode_id, state, self._sampling, self._stop_ids)
+        self.generate_s += time.perf_counter() - started - (self.tool_s - tool_before)
+
+    def results(self) -> list[EpisodeResult]:
+        """Every episode's result, grouped by task in task order; all must have finished."""
+        if self._live:
+            raise RuntimeError(f"{len(self._live)} episodes are still running; advance the batch to the end first")
+        return [self._results[e] for e in self._order]
+
+
 def collect_episodes(
     engine: RolloutEngine,
     env: Environment,
@@ -65,40 +137,10 @@ def collect_episodes(
     sampling: SamplingParams,
     request_prefix: str = "",
 ) -> tuple[list[EpisodeResult], RolloutTiming]:
-    """Run ``n`` episodes per task to the end; results grouped by task, in task order.
-
-    Seeds are ``sampling.seed`` plus the episode's index, so a step replays identically.
-    """
-    eos_id = tokenizer.convert_tokens_to_ids(EOS)
-    stop_ids = tuple(sorted({*sampling.stop_token_ids, eos_id}))
-    live: dict[str, _Live] = {}
-    results: dict[str, EpisodeResult] = {}
-    order: list[str] = []
-    for group, task in enumerate(tasks):
-        prompt = tokenizer.encode(render_turn("user", task.prompt))
-        for k in range(n):
-            episode_id = f"{request_prefix}{group}-{k}"
-            order.append(episode_id)
-            live[episode_id] = _Live(
-                task, group, env.episode(task), sampling.seed + group * n + k, list(prompt), [False] * len(prompt)
-            )
-            _submit(engine, episode_id, live[episode_id], sampling, stop_ids)
-    started = time.perf_counter()
-    tool_s = 0.0
-    while engine.has_unfinished():
-        for finished in engine.step():
-            episode_id = finished.request_id.rsplit("#", 1)[0]
-            state = live[episode_id]
-            before = state.tool_s
-            done = _advance(state, finished, env, tokenizer)
-            tool_s += state.tool_s - before
-            if done is not None:
-                results[episode_id] = done
-                del live[episode_id]
-            else:
-                _submit(engine, episode_id, state, sampling, stop_ids)
-    timing = RolloutTiming(generate_s=time.perf_counter() - started - tool_s, tool_s=tool_s)
-    return [results[e] for e in order], timing
+    """Run ``n`` episodes per task to the end; results grouped by task, in task order."""
+    batch = EpisodeBatch(engine, env, tokenizer, tasks, n=n, sampling=sampling, request_prefix=request_prefix)
+    batch.advance()
+    return batch.results(), RolloutTiming(generate_s=batch.generate_s, tool_s=batch.tool_s)
 
 
 def _submit(

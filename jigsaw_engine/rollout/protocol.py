@@ -106,6 +106,18 @@ def token_seed(seed: int, index: int) -> int:
     return (x ^ (x >> 29)) & 0x7FFFFFFFFFFFFFFF
 
 
+def portable_draw(logits: torch.Tensor, *, temperature: float, seed: int, index: int) -> tuple[int, float]:
+    """Draw token ``index`` of a sampled request, and its log-prob at ``temperature``.
+
+    Every engine draws with this rule, so a request migrated between engines (of either kind)
+    continues with the same tokens given the same logits.
+    """
+    logprobs = torch.log_softmax(logits / temperature, dim=-1)
+    generator = torch.Generator().manual_seed(token_seed(seed, index))
+    token = int(torch.multinomial(logprobs.exp(), 1, generator=generator))
+    return token, float(logprobs[token])
+
+
 def run_to_completion(engine: RolloutEngine, requests: Sequence[RolloutRequest]) -> list[FinishedRequest]:
     """Add ``requests`` and step until all finish; results in the order of ``requests``."""
     for request in requests:

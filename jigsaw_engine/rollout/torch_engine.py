@@ -21,7 +21,7 @@ from jigsaw_engine.rollout.protocol import (
     FinishedRequest,
     IterationStats,
     RolloutRequest,
-    token_seed,
+    portable_draw,
 )
 
 
@@ -152,10 +152,7 @@ class TorchRolloutEngine:
             logprobs = torch.log_softmax(logits, dim=-1)
             token = int(torch.argmax(logits))
             return token, float(logprobs[token])
-        logprobs = torch.log_softmax(logits / params.temperature, dim=-1)
-        generator = torch.Generator().manual_seed(token_seed(params.seed, len(entry.output_ids)))
-        token = int(torch.multinomial(logprobs.exp(), 1, generator=generator))
-        return token, float(logprobs[token])
+        return portable_draw(logits, temperature=params.temperature, seed=params.seed, index=len(entry.output_ids))
 
     def _finish_reason(self, entry: _Running, token: int) -> str | None:
         params = entry.request.sampling

@@ -49,6 +49,10 @@ MODEL_CATALOGUE: dict[str, ModelSpec] = {
         _m("qwen3-32b", 32.8e9, 64, 5120, 8),
         _m("llama-3.1-8b", 8.03e9, 32, 4096, 8),
         _m("deepseek-r1-distill-qwen-14b", 14.8e9, 48, 5120, 8),
+        # Tiny presets built locally (jigsaw_engine.models.presets) for real runs on a CPU.
+        _m("tiny-qwen2-1m", 0.85e6, 4, 128, 2, 32),
+        _m("tiny-llama-1m", 0.85e6, 4, 128, 2, 32),
+        _m("tiny-qwen2-6m", 4.85e6, 6, 256, 4, 32),
     )
 }
 

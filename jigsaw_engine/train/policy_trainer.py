@@ -58,6 +58,13 @@ class ActorConfig:
             raise ValueError("actor.kl_coef and actor.entropy_coeff: must be >= 0 (0 switches the term off)")
 
 
+def mean_metrics(per_step: list[dict[str, float]]) -> dict[str, float]:
+    """Each metric's mean over optimizer steps (the step's reported actor metrics)."""
+    if not per_step:
+        return {}
+    return {key: sum(step[key] for step in per_step) / len(per_step) for key in per_step[0]}
+
+
 class PolicyTrainer:
     def __init__(self, model: PreTrainedModel, config: ActorConfig, *, keep_reference: bool = False) -> None:
         self.model = model
@@ -88,32 +95,37 @@ class PolicyTrainer:
         seed: int = 0,
     ) -> dict[str, float]:
         """Train on ``batch``; the mean of each actor metric over optimizer steps."""
-        cfg = self.config
-        mini = cfg.ppo_mini_batch_size or batch.size
-        generator = torch.Generator().manual_seed(seed)
-        sums: dict[str, float] = {}
-        steps = 0
-        self.model.train()
-        for _ in range(cfg.ppo_epochs):
-            order = torch.randperm(batch.size, generator=generator)
-            for start in range(0, batch.size, mini):
-                rows = order[start : start + mini]
-                for key, value in self._optimizer_step(
-                    batch.rows(rows), advantages[rows], old_logp[rows], ref_logp, rows
-                ).items():
-                    sums[key] = sums.get(key, 0.0) + value
-                steps += 1
-        self.model.eval()
-        return {key: value / steps for key, value in sums.items()}
+        steps = [
+            self.optimizer_step(batch, advantages, old_logp, ref_logp, rows)
+            for rows in self.plan_updates(batch.size, seed=seed)
+        ]
+        return mean_metrics(steps)
 
-    def _optimizer_step(
+    def plan_updates(self, batch_size: int, *, seed: int) -> list[torch.Tensor]:
+        """The rows of each optimizer step: ``ppo_epochs`` shuffled passes in mini-batches.
+
+        Planned up front so the update can be run a few optimizer steps at a time (one train
+        sub-stage each) and still be the same update.
+        """
+        mini = self.config.ppo_mini_batch_size or batch_size
+        generator = torch.Generator().manual_seed(seed)
+        plan: list[torch.Tensor] = []
+        for _ in range(self.config.ppo_epochs):
+            order = torch.randperm(batch_size, generator=generator)
+            plan.extend(order[start : start + mini] for start in range(0, batch_size, mini))
+        return plan
+
+    def optimizer_step(
         self,
-        batch: TokenBatch,
-        advantages: torch.Tensor,
-        old_logp: torch.Tensor,
+        full_batch: TokenBatch,
+        all_advantages: torch.Tensor,
+        all_old_logp: torch.Tensor,
         ref_logp: torch.Tensor | None,
         rows: torch.Tensor,
     ) -> dict[str, float]:
+        """One optimizer step on ``rows`` of the batch; its actor metrics."""
+        batch, advantages, old_logp = full_batch.rows(rows), all_advantages[rows], all_old_logp[rows]
+        self.model.train()
         cfg = self.config
         self.optimizer.zero_grad(set_to_none=True)
         # Each micro-batch's loss is weighted by its share of the mini-batch's valid tokens, so
@@ -159,6 +171,7 @@ class PolicyTrainer:
         self.optimizer.step()
         acc[names.GRAD_NORM] = float(grad_norm)
         acc[names.LR] = cfg.lr
+        self.model.eval()
         return acc
 
     # -- weights and checkpoints ---------------------------------------------------------------

@@ -25,10 +25,10 @@ from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.advantages import AdvantageEstimator, compute_advantages
 from jigsaw_engine.rl.dapo import count_informative_groups, informative_groups, overlong_penalty
 from jigsaw_engine.rl.kl import estimate_kl
-from jigsaw_engine.rollout.episodes import EpisodeResult, collect_episodes
+from jigsaw_engine.rollout.episodes import EpisodeBatch, EpisodeResult
 from jigsaw_engine.rollout.protocol import RolloutEngine, SamplingParams
-from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer
-from jigsaw_engine.train.token_batch import collate
+from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer, mean_metrics
+from jigsaw_engine.train.token_batch import TokenBatch, collate
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,48 +87,118 @@ class DataCursor:
         return taken
 
 
+@dataclass(slots=True)
+class _OpenStep:
+    """What one step has produced so far, phase by phase."""
+
+    tasks: list[EnvTask]
+    batches: list[EpisodeBatch]
+    started_s: float
+    timings: dict[names.TimedStage, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    episodes: list[EpisodeResult] = field(default_factory=list)
+    batch: TokenBatch | None = None
+    rewards: torch.Tensor | None = None
+    group_ids: torch.Tensor | None = None
+    old_logp: torch.Tensor | None = None
+    ref_logp: torch.Tensor | None = None
+    advantages: torch.Tensor | None = None
+    plan: list[torch.Tensor] = field(default_factory=list)
+    next_update: int = 0
+    actor_metrics: list[dict[str, float]] = field(default_factory=list)
+
+
 class RLJob:
+    """A synchronous RL job whose step is a sequence of phases a runtime can run one at a time.
+
+    ``engines`` are the data-parallel rollout workers: the step's tasks are split among them in
+    contiguous shards. :meth:`run_step` runs every phase in order; a runtime driven by the
+    scheduler calls the phases itself (rollout per worker and decode bucket, score, log-probs,
+    a slice of the update, weight sync), and both give the same step.
+    """
+
     def __init__(
         self,
         *,
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerFast,
         env: Environment,
-        engine: RolloutEngine,
+        engine: RolloutEngine | None = None,
+        engines: Sequence[RolloutEngine] = (),
         config: RLJobConfig,
     ) -> None:
         self.tokenizer = tokenizer
         self.env = env
-        self.engine = engine
+        self.engines: list[RolloutEngine] = [engine] if engine is not None else list(engines)
+        if not self.engines:
+            raise ValueError("engines: a job needs at least one rollout engine")
         self.config = config
-        actor = config.actor
-        if config.kl_in_reward_coef > 0 and actor.kl_coef == 0:
-            # The reference model is needed for the reward's KL even without a KL loss.
-            self.trainer = PolicyTrainer(model, actor, keep_reference=True)
-        else:
-            self.trainer = PolicyTrainer(model, actor)
+        self.trainer = PolicyTrainer(model, config.actor, keep_reference=config.kl_in_reward_coef > 0)
         self.step = 0
         self.cursor = DataCursor()
         self._dataset = env.dataset()
         if not self._dataset:
             raise ValueError(f"env {env.name!r}: the dataset is empty")
+        self._open: _OpenStep | None = None
+
+    @property
+    def engine(self) -> RolloutEngine:
+        return self.engines[0]
 
     def run_step(self) -> dict[str, float]:
         """One synchronous step; its metrics (verl's names) plus ``training/global_step``."""
-        cfg = self.config
-        timings: dict[names.TimedStage, float] = {}
-        step_started = time.perf_counter()
+        self.begin_step()
+        for worker in range(len(self.engines)):
+            self.rollout(worker)
+        self.score()
+        self.old_log_probs()
+        self.ref_log_probs()
+        self.train(1, 1)
+        return self.sync_weights()
 
-        started = time.perf_counter()
+    # -- phases --------------------------------------------------------------------------------
+    def begin_step(self) -> None:
+        """Take this step's tasks and queue every worker's first-turn requests."""
+        if self._open is not None:
+            raise RuntimeError(f"step {self.step} is already open; finish it with sync_weights()")
+        cfg = self.config
         tasks = self.cursor.take(self._dataset, cfg.prompts_per_step, cfg.seed)
         sampling = SamplingParams(
             max_tokens=cfg.max_response_tokens, temperature=cfg.temperature, seed=cfg.seed * 7919 + self.step * 104_729
         )
-        episodes, rollout_timing = collect_episodes(
-            self.engine, self.env, self.tokenizer, tasks, n=cfg.n, sampling=sampling, request_prefix=f"s{self.step}-"
-        )
-        timings["gen"] = time.perf_counter() - started
+        shards = len(self.engines)
+        bounds = [round(i * len(tasks) / shards) for i in range(shards + 1)]
+        batches = [
+            EpisodeBatch(
+                engine,
+                self.env,
+                self.tokenizer,
+                tasks[bounds[w] : bounds[w + 1]],
+                n=cfg.n,
+                sampling=sampling,
+                request_prefix=f"s{self.step}-",
+                first_group=bounds[w],
+            )
+            for w, engine in enumerate(self.engines)
+        ]
+        self._open = _OpenStep(tasks=tasks, batches=batches, started_s=time.perf_counter())
 
+    def live_episodes(self, worker: int) -> tuple[int, int]:
+        """(unfinished, total) episodes of ``worker`` in the open step."""
+        batch = self._require_open().batches[worker]
+        return batch.live, batch.size
+
+    def rollout(self, worker: int, *, until_live_at_most: int = 0) -> None:
+        """Generate on ``worker`` until at most ``until_live_at_most`` of its episodes are unfinished."""
+        open_step = self._require_open()
+        started = time.perf_counter()
+        open_step.batches[worker].advance(until_live_at_most=until_live_at_most)
+        open_step.timings["gen"] = open_step.timings.get("gen", 0.0) + time.perf_counter() - started
+
+    def score(self) -> None:
+        """Rewards (with the overlong penalty), DAPO's group filter, and the padded batch."""
+        cfg, open_step = self.config, self._require_open()
+        episodes = [e for batch in open_step.batches for e in batch.results()]
         scores = torch.tensor([e.reward for e in episodes], dtype=torch.float32)
         group_ids = torch.tensor([e.group for e in episodes], dtype=torch.long)
         rewards = scores + self._overlong_penalty(episodes)
@@ -138,72 +208,122 @@ class RLJob:
             if cfg.dynamic_sampling
             else torch.ones_like(scores, dtype=torch.bool)
         )
-        kept = [e for e, k in zip(episodes, keep.tolist(), strict=True) if k]
-        metrics: dict[str, float] = {
-            "training/global_step": float(self.step + 1),
-            names.SCORE_MEAN: float(scores.mean()),
-            "rollout/tool_s": rollout_timing.tool_s,
-            "rollout/groups_informative": float(counts.kept_groups),
-            "rollout/groups_dropped": float(counts.dropped_groups if cfg.dynamic_sampling else 0),
-        }
-        if kept:
-            metrics.update(self._train_on(kept, rewards[keep], group_ids[keep], timings))
-        timings["step"] = time.perf_counter() - step_started
-        total_tokens = sum(len(e.sample.token_ids) for e in episodes)
-        metrics.update(names.compute_timing_metrics(timings))
-        metrics.update(names.compute_throughput_metrics(total_num_tokens=total_tokens, step_seconds=timings["step"]))
-        metrics[names.SCORE_MEAN] = float(scores.mean())
+        open_step.metrics.update(
+            {
+                "training/global_step": float(self.step + 1),
+                "rollout/tool_s": sum(b.tool_s for b in open_step.batches),
+                "rollout/groups_informative": float(counts.kept_groups),
+                "rollout/groups_dropped": float(counts.dropped_groups if cfg.dynamic_sampling else 0),
+                names.SCORE_MEAN: float(scores.mean()),
+            }
+        )
+        open_step.episodes = [e for e, k in zip(episodes, keep.tolist(), strict=True) if k]
+        if open_step.episodes:
+            pad = int(self.tokenizer.pad_token_id)
+            open_step.batch = collate([e.sample for e in open_step.episodes], pad_token_id=pad)
+            open_step.rewards, open_step.group_ids = rewards[keep], group_ids[keep]
+        open_step.metrics["perf/total_num_tokens"] = float(sum(len(e.sample.token_ids) for e in episodes))
+
+    def old_log_probs(self) -> None:
+        open_step = self._require_open()
+        if open_step.batch is None:
+            return
+        started = time.perf_counter()
+        open_step.old_logp = self.trainer.old_log_probs(open_step.batch)
+        open_step.timings["old_log_prob"] = time.perf_counter() - started
+
+    def ref_log_probs(self) -> None:
+        open_step = self._require_open()
+        if open_step.batch is None or self.trainer.reference is None:
+            return
+        started = time.perf_counter()
+        open_step.ref_logp = self.trainer.ref_log_probs(open_step.batch)
+        open_step.timings["ref"] = time.perf_counter() - started
+
+    def train(self, part: int, parts: int) -> None:
+        """Run part ``part`` (1-based) of ``parts`` of the update's optimizer steps."""
+        open_step = self._require_open()
+        if open_step.batch is None:
+            return
+        if open_step.advantages is None:
+            self._advantages(open_step)
+        assert open_step.advantages is not None and open_step.old_logp is not None
+        started = time.perf_counter()
+        plan = open_step.plan
+        upto = round(part * len(plan) / parts)
+        while open_step.next_update < upto:
+            rows = plan[open_step.next_update]
+            open_step.actor_metrics.append(
+                self.trainer.optimizer_step(
+                    open_step.batch, open_step.advantages, open_step.old_logp, open_step.ref_logp, rows
+                )
+            )
+            open_step.next_update += 1
+        open_step.timings["update_actor"] = open_step.timings.get("update_actor", 0.0) + time.perf_counter() - started
+
+    def sync_weights(self) -> dict[str, float]:
+        """Finish any update left, push the weights to every engine, close the step: its metrics."""
+        open_step = self._require_open()
+        unfinished = open_step.advantages is None or open_step.next_update < len(open_step.plan)
+        if open_step.batch is not None and unfinished:
+            self.train(1, 1)
+        started = time.perf_counter()
+        if open_step.actor_metrics:
+            weights = self.trainer.weights()
+            for engine in self.engines:
+                engine.load_weights(weights)
+        open_step.timings["update_actor"] = open_step.timings.get("update_actor", 0.0) + time.perf_counter() - started
+        metrics = open_step.metrics
+        metrics.update(mean_metrics(open_step.actor_metrics))
+        if open_step.batch is not None and open_step.advantages is not None and open_step.rewards is not None:
+            metrics.update(self._data_metrics(open_step))
+        open_step.timings["step"] = time.perf_counter() - open_step.started_s
+        metrics.update(names.compute_timing_metrics(open_step.timings))
+        metrics.update(
+            names.compute_throughput_metrics(
+                total_num_tokens=int(metrics["perf/total_num_tokens"]), step_seconds=open_step.timings["step"]
+            )
+        )
+        self._open = None
         self.step += 1
         return metrics
 
-    def _train_on(
-        self,
-        episodes: list[EpisodeResult],
-        rewards: torch.Tensor,
-        group_ids: torch.Tensor,
-        timings: dict[names.TimedStage, float],
-    ) -> dict[str, float]:
+    # -- helpers -------------------------------------------------------------------------------
+    def _require_open(self) -> _OpenStep:
+        if self._open is None:
+            raise RuntimeError(f"no step is open; call begin_step() first (next step is {self.step})")
+        return self._open
+
+    def _advantages(self, open_step: _OpenStep) -> None:
         cfg = self.config
-        batch = collate([e.sample for e in episodes], pad_token_id=int(self.tokenizer.pad_token_id))
-
-        started = time.perf_counter()
-        old_logp = self.trainer.old_log_probs(batch)
-        timings["old_log_prob"] = time.perf_counter() - started
-        started = time.perf_counter()
-        ref_logp = self.trainer.ref_log_probs(batch)
-        if ref_logp is not None:
-            timings["ref"] = time.perf_counter() - started
-
+        assert open_step.batch is not None and open_step.rewards is not None and open_step.old_logp is not None
         started = time.perf_counter()
         kl_penalty = None
-        if cfg.kl_in_reward_coef > 0 and ref_logp is not None:
-            kl_penalty = cfg.kl_in_reward_coef * estimate_kl(old_logp, ref_logp, estimator="k1")
-        advantages = compute_advantages(
+        if cfg.kl_in_reward_coef > 0 and open_step.ref_logp is not None:
+            kl_penalty = cfg.kl_in_reward_coef * estimate_kl(open_step.old_logp, open_step.ref_logp, estimator="k1")
+        open_step.advantages = compute_advantages(
             cfg.adv_estimator,
-            scores=rewards,
-            response_mask=batch.response_mask,
-            group_ids=group_ids,
+            scores=open_step.rewards,
+            response_mask=open_step.batch.response_mask,
+            group_ids=open_step.group_ids,
             kl_penalty=kl_penalty,
             normalize_by_std=cfg.norm_adv_by_std,
         )
-        timings["adv"] = time.perf_counter() - started
+        open_step.plan = self.trainer.plan_updates(open_step.batch.size, seed=cfg.seed + self.step)
+        open_step.timings["adv"] = time.perf_counter() - started
 
-        started = time.perf_counter()
-        metrics = self.trainer.update(batch, advantages, old_logp, ref_logp, seed=cfg.seed + self.step)
-        self.engine.load_weights(self.trainer.weights())
-        timings["update_actor"] = time.perf_counter() - started
-
-        prompt_lengths = torch.tensor([e.sample.model_written.index(True) for e in episodes], dtype=torch.float32)
-        metrics.update(
-            names.compute_data_metrics(
-                scores=rewards,
-                advantages=advantages,
-                response_mask=batch.response_mask,
-                prompt_lengths=prompt_lengths,
-                max_response_length=cfg.max_response_tokens,
-            )
+    def _data_metrics(self, open_step: _OpenStep) -> dict[str, float]:
+        assert open_step.batch is not None and open_step.advantages is not None and open_step.rewards is not None
+        prompt_lengths = torch.tensor(
+            [e.sample.model_written.index(True) for e in open_step.episodes], dtype=torch.float32
         )
-        return metrics
+        return names.compute_data_metrics(
+            scores=open_step.rewards,
+            advantages=open_step.advantages,
+            response_mask=open_step.batch.response_mask,
+            prompt_lengths=prompt_lengths,
+            max_response_length=self.config.max_response_tokens,
+        )
 
     # -- checkpoints ---------------------------------------------------------------------------
     def save_checkpoint(self, root: Path) -> Path:

@@ -1,15 +1,27 @@
-"""Shared tiny policies: built once per test session (a few seconds each), copied per test."""
+"""Shared tiny policies: built once per test session (a few seconds each), copied per test.
+
+Rollout engines too: ``make_engine`` runs an engine test on the torch engine and on vLLM. vLLM
+takes seconds to start, so two vLLM engines serve the whole session; each test gets them
+emptied and with the policy's weights back.
+"""
 
 from __future__ import annotations
 
 import copy
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 
 from jigsaw_engine.envs.math_tasks import MathEnv, generate_arithmetic
 from jigsaw_engine.envs.protocol import EnvTask
+from jigsaw_engine.models.loading import save_policy
+from jigsaw_engine.rollout.protocol import RolloutEngine
+from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
+from jigsaw_engine.rollout.vllm_engine import VllmRolloutEngine, vllm_cpu_environment
 from jigsaw_engine.train.sft import WarmupConfig
 from jigsaw_engine.train.warm_start import warm_start_tiny_policy
 
@@ -34,7 +46,7 @@ def arith_policy() -> TinyPolicy:
     torch.set_num_threads(2)
     model, tokenizer, losses = warm_start_tiny_policy(
         "tiny-qwen2-1m",
-        ARITH_TASKS,
+        MathEnv(ARITH_TASKS),
         warmup=WarmupConfig(steps=90, batch_size=32, lr=3e-3, seed=0),
         extra_text=["Wrong: too high. Try again.", "Wrong: too low. Try again.", "Wrong, try again."],
     )
@@ -46,4 +58,63 @@ def arith_env() -> MathEnv:
     return MathEnv(ARITH_TASKS)
 
 
-__all__ = ["ARITH_TASKS", "TinyPolicy", "generate_arithmetic"]
+@dataclass(frozen=True)
+class SharedVllm:
+    """The session's vLLM engines, all serving ``arith_policy`` from ``path``."""
+
+    path: Path
+    engines: tuple[VllmRolloutEngine, ...]
+    weights: dict[str, torch.Tensor]
+
+    def reset(self, engine: VllmRolloutEngine) -> None:
+        """What a test leaves behind goes: its requests, and weights it loaded."""
+        engine.export_requests()
+        engine.load_weights(self.weights)
+
+
+@pytest.fixture(scope="session")
+def vllm_engines(arith_policy: TinyPolicy, tmp_path_factory: pytest.TempPathFactory) -> SharedVllm:
+    # vLLM reads its environment when imported: set it before the import check.
+    for name, value in vllm_cpu_environment().items():
+        os.environ.setdefault(name, value)
+    pytest.importorskip("vllm", reason="vLLM is not installed: pip install -e .[rollout-cpu]")
+    path = save_policy(arith_policy.model, arith_policy.tokenizer, tmp_path_factory.mktemp("vllm-policy"))
+    weights = {name: tensor.detach().clone() for name, tensor in arith_policy.model.state_dict().items()}
+    # Two: a migration test needs a source and a target alive at once.
+    return SharedVllm(path, (VllmRolloutEngine(path), VllmRolloutEngine(path)), weights)
+
+
+@pytest.fixture()
+def vllm_engine(vllm_engines: SharedVllm) -> Iterator[VllmRolloutEngine]:
+    engine = vllm_engines.engines[0]
+    yield engine
+    vllm_engines.reset(engine)
+
+
+@pytest.fixture(params=["torch", "vllm"])
+def make_engine(
+    request: pytest.FixtureRequest, arith_policy: TinyPolicy
+) -> Iterator[Callable[[TinyPolicy], RolloutEngine]]:
+    """A factory of empty rollout engines for ``arith_policy``: torch ones, or the shared vLLM ones
+    in turn (so at most two are alive at once)."""
+    if request.param == "torch":
+        yield lambda policy: TorchRolloutEngine(policy.fresh_model(), pad_token_id=policy.tokenizer.pad_token_id)
+        return
+    shared: SharedVllm = request.getfixturevalue("vllm_engines")
+    handed: list[VllmRolloutEngine] = []
+
+    def make(policy: TinyPolicy) -> RolloutEngine:
+        if policy is not arith_policy:
+            raise ValueError("the shared vLLM engines serve arith_policy only")
+        engine = shared.engines[len(handed) % len(shared.engines)]
+        if engine.has_unfinished():
+            raise RuntimeError(f"a test wants more than {len(shared.engines)} vLLM engines busy at once")
+        handed.append(engine)
+        return engine
+
+    yield make
+    for engine in {id(e): e for e in handed}.values():
+        shared.reset(engine)
+
+
+__all__ = ["ARITH_TASKS", "SharedVllm", "TinyPolicy", "generate_arithmetic"]

@@ -1,12 +1,19 @@
-"""The torch rollout engine: what the controller and migration rely on."""
+"""The rollout engines (torch, and vLLM where installed): what the controller and migration rely on.
+
+Every engine test runs on each engine through the ``make_engine`` fixture (tests/train/conftest.py).
+"""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
+import torch
 
 from jigsaw_engine.models.chat import EOS, render_turn
 from jigsaw_engine.rollout.protocol import RolloutRequest, SamplingParams, run_to_completion
-from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
+from jigsaw_engine.rollout.vllm_engine import RolloutEngineUnavailableError, VllmRolloutEngine
+from jigsaw_engine.train.token_batch import Sample, batch_log_probs, collate
 
 
 def _requests(policy, prompts: list[str], *, temperature: float, max_tokens: int = 10, prefix: str = "r"):
@@ -21,20 +28,16 @@ def _requests(policy, prompts: list[str], *, temperature: float, max_tokens: int
     ]
 
 
-def _engine(policy) -> TorchRolloutEngine:
-    return TorchRolloutEngine(policy.fresh_model(), pad_token_id=policy.tokenizer.pad_token_id)
-
-
 PROMPTS = [f"Compute {a}+{b}." for a, b in [(1, 2), (7, 8), (9, 9), (0, 4), (5, 3), (6, 6)]]
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
-def test_migrated_requests_continue_exactly_as_they_would_have(arith_policy, temperature):
+def test_migrated_requests_continue_exactly_as_they_would_have(arith_policy, make_engine, temperature):
     """Export after 3 iterations, re-prefill on a second engine that is already busy with other
     requests: the tokens are the same as an uninterrupted run (greedy, and seeded sampling)."""
-    baseline = run_to_completion(_engine(arith_policy), _requests(arith_policy, PROMPTS, temperature=temperature))
+    baseline = run_to_completion(make_engine(arith_policy), _requests(arith_policy, PROMPTS, temperature=temperature))
 
-    source = _engine(arith_policy)
+    source = make_engine(arith_policy)
     for request in _requests(arith_policy, PROMPTS, temperature=temperature):
         source.add_request(request)
     finished = {f.request_id: f for _ in range(3) for f in source.step()}
@@ -42,7 +45,7 @@ def test_migrated_requests_continue_exactly_as_they_would_have(arith_policy, tem
     assert not source.has_unfinished()
     assert exported and all(len(e.output_ids) == 3 for e in exported)
 
-    target = _engine(arith_policy)
+    target = make_engine(arith_policy)
     for request in _requests(arith_policy, ["Compute 2+2.", "Compute 8+1."], temperature=1.0, prefix="other"):
         target.add_request(request)
     target.step()
@@ -56,8 +59,8 @@ def test_migrated_requests_continue_exactly_as_they_would_have(arith_policy, tem
         assert got.finish_reason == expected.finish_reason
 
 
-def test_abort_returns_the_partial_reply_and_forgets_the_request(arith_policy):
-    engine = _engine(arith_policy)
+def test_abort_returns_the_partial_reply_and_forgets_the_request(arith_policy, make_engine):
+    engine = make_engine(arith_policy)
     for request in _requests(arith_policy, PROMPTS[:2], temperature=1.0, max_tokens=10):
         engine.add_request(request)
     engine.step()
@@ -68,8 +71,8 @@ def test_abort_returns_the_partial_reply_and_forgets_the_request(arith_policy):
     assert engine.num_unfinished() == 1
 
 
-def test_iteration_stats_show_prefill_then_decode_and_the_batch_shrinking(arith_policy):
-    engine = _engine(arith_policy)
+def test_iteration_stats_show_prefill_then_decode_and_the_batch_shrinking(arith_policy, make_engine):
+    engine = make_engine(arith_policy)
     requests = _requests(arith_policy, PROMPTS, temperature=1.0, max_tokens=12)
     for request in requests:
         engine.add_request(request)
@@ -85,17 +88,17 @@ def test_iteration_stats_show_prefill_then_decode_and_the_batch_shrinking(arith_
     assert running == sorted(running, reverse=True) and running[-1] >= 1
 
 
-def test_duplicate_request_ids_are_refused(arith_policy):
-    engine = _engine(arith_policy)
+def test_duplicate_request_ids_are_refused(arith_policy, make_engine):
+    engine = make_engine(arith_policy)
     request = _requests(arith_policy, PROMPTS[:1], temperature=1.0)[0]
     engine.add_request(request)
     with pytest.raises(ValueError, match="request_id: 'r0' is already in this engine"):
         engine.add_request(request)
 
 
-def test_loaded_weights_change_what_the_engine_writes(arith_policy):
+def test_loaded_weights_change_what_the_engine_writes(arith_policy, make_engine):
     """Weight sync is real: the same greedy requests before and after loading other weights."""
-    engine = _engine(arith_policy)
+    engine = make_engine(arith_policy)
     before = run_to_completion(engine, _requests(arith_policy, PROMPTS, temperature=0.0))
     other = arith_policy.fresh_model()
     for parameter in other.parameters():
@@ -112,3 +115,32 @@ def test_sampling_params_reject_bad_values():
         SamplingParams(max_tokens=0)
     with pytest.raises(ValueError, match="temperature: must be >= 0"):
         SamplingParams(max_tokens=4, temperature=-1.0)
+
+
+def test_vllm_log_probs_match_the_trainers_after_a_weight_update(arith_policy, vllm_engine):
+    """What GRPO relies on: after the trainer's weights are loaded into vLLM, vLLM's log-probs of
+    its greedy replies are the trainer's (to float rounding), and not the old weights'."""
+    trainer = arith_policy.fresh_model()
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in trainer.parameters():
+            parameter.add_(0.02 * torch.randn(parameter.shape, generator=generator))
+    vllm_engine.load_weights(trainer.state_dict())
+    replies = run_to_completion(vllm_engine, _requests(arith_policy, PROMPTS, temperature=0.0))
+
+    samples = [
+        Sample(r.prompt_ids + r.output_ids, (False,) * len(r.prompt_ids) + (True,) * len(r.output_ids)) for r in replies
+    ]
+    batch = collate(samples, pad_token_id=arith_policy.tokenizer.pad_token_id)
+    mask = batch.response_mask.bool()
+    reported = torch.tensor([lp for r in replies for lp in r.logprobs])
+    assert torch.allclose(reported, batch_log_probs(trainer, batch, micro_batch_size=8)[mask], atol=1e-3)
+    before_update = batch_log_probs(arith_policy.fresh_model(), batch, micro_batch_size=8)[mask]
+    assert (reported - before_update).abs().max() > 1e-2
+
+
+def test_vllm_engine_without_vllm_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "vllm", None)  # what `import vllm` sees when it is absent
+    with pytest.raises(RolloutEngineUnavailableError, match=r"pip install -e \.\[rollout-cpu\]") as caught:
+        VllmRolloutEngine(tmp_path)
+    assert caught.value.code == "rollout_engine_unavailable"

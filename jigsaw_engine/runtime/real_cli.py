@@ -1,0 +1,145 @@
+"""``jigsaw run``: real pipelines on the embedded Ray, a live line per pipeline, JSON out.
+
+Ray starts embedded unless ``RAY_ADDRESS`` is set (then it joins that cluster); this module is
+a CLI entry point, so it is the one place here that reads the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from jigsaw_engine.errors import SpecError
+from jigsaw_engine.runtime.real_jobs import RealJobOptions
+from jigsaw_engine.runtime.real_run import REAL_POLICIES, ExecutorFactory, RealPolicy, run_real_workload
+from jigsaw_engine.runtime.real_runtime import NodeExecutor, ThreadExecutor
+from jigsaw_engine.spec.pipeline import parse_pipeline_spec
+from jigsaw_engine.spec.workload_file import load_workload_file
+
+logger = logging.getLogger(__name__)
+
+
+class LiveProgress:
+    """One line per pipeline: steps done of total, redrawn in place on a terminal."""
+
+    def __init__(self) -> None:
+        self._tty = sys.stderr.isatty()
+        self._started = time.monotonic()
+        self._last: dict[str, tuple[int, int]] = {}
+        self._drawn = 0
+
+    def __call__(self, policy: str, done: Mapping[str, tuple[int, int]]) -> None:
+        if dict(done) == self._last:
+            return
+        self._last = dict(done)
+        lines = []
+        for pid, (steps, total) in done.items():
+            bar = "#" * (20 * steps // max(1, total))
+            lines.append(
+                f"{policy:10s} {pid:24s} [{bar:20s}] {steps}/{total} steps  {time.monotonic() - self._started:6.1f} s"
+            )
+        if self._tty and self._drawn:
+            sys.stderr.write(f"\x1b[{self._drawn}F")
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.flush()
+        self._drawn = len(lines) if self._tty else 0
+
+
+def _executor_factory(kind: str, options: RealJobOptions) -> ExecutorFactory:
+    """Ray actors (one process per pipeline) or threads of this process."""
+
+    def threads(specs: Mapping[str, Mapping[str, Any]], train_parts: int) -> NodeExecutor:
+        from jigsaw_engine.runtime.real_jobs import build_real_pipeline
+
+        pipelines = {
+            pid: build_real_pipeline(parse_pipeline_spec(s), train_parts=train_parts, options=options)
+            for pid, s in specs.items()
+        }
+        return ThreadExecutor(pipelines)
+
+    def actors(specs: Mapping[str, Mapping[str, Any]], train_parts: int) -> NodeExecutor:
+        from jigsaw_engine.runtime.ray.pipeline_actor import RayExecutor
+
+        return RayExecutor(specs, train_parts=train_parts, options=options)
+
+    return actors if kind == "ray" else threads
+
+
+def _start_ray() -> None:
+    import ray
+
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address, namespace="jigsaw", log_to_driver=False)
+        return
+    ray.init(
+        object_store_memory=256 * 2**20,
+        include_dashboard=False,
+        namespace="jigsaw",
+        log_to_driver=False,
+        _temp_dir=os.path.join(tempfile.gettempdir(), "jrr"),
+    )
+
+
+def _print_summary(result: dict[str, Any]) -> None:
+    print(f"{'policy':10s} {'tokens/s':>9s} {'makespan s':>11s} {'max latency x':>14s}")
+    for name, figures in result["policies"].items():
+        ratios = [p.get("latency_ratio_vs_alone", float("nan")) for p in figures["pipelines"].values()]
+        chosen = f"  (= {figures['chosen']})" if "chosen" in figures else ""
+        rate, makespan = figures["throughput_tokens_per_s"], figures["makespan_s"]
+        print(f"{name:10s} {rate:9.0f} {makespan:11.1f} {max(ratios):14.2f}{chosen}")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    policies = [p for p in args.policies.split(",") if p]
+    unknown = [p for p in policies if p not in REAL_POLICIES]
+    if unknown or not policies:
+        print(
+            f"--policies: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(REAL_POLICIES)}",
+            file=sys.stderr,
+        )
+        return 2
+    if args.steps is not None and args.steps < 1:
+        print(f"--steps: must be >= 1, got {args.steps}", file=sys.stderr)
+        return 2
+    try:
+        workload = load_workload_file(args.workload)
+    except SpecError as exc:
+        for error in exc.errors:
+            print(f"{error.field}: {error.message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    use_ray = args.executor == "ray"
+    if use_ray:
+        _start_ray()
+    try:
+        chosen: list[RealPolicy] = [p for p in REAL_POLICIES if p in policies]
+        result = run_real_workload(
+            workload,
+            chosen,
+            make_executor=_executor_factory(args.executor, RealJobOptions(cache_dir=args.cache_dir)),
+            steps=args.steps,
+            progress=LiveProgress(),
+        )
+    except SpecError as exc:
+        for error in exc.errors:
+            print(f"{error.field}: {error.message}", file=sys.stderr)
+        return 1
+    finally:
+        if use_ray:
+            import ray
+
+            ray.shutdown()
+    _print_summary(result)
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return 0

@@ -1,0 +1,96 @@
+"""One pipeline's sub-stages run for real: each graph node becomes a phase of an :class:`RLJob` step.
+
+The scheduler sees the sub-stage graph of DESIGN.md §3.1; this is where its nodes turn into
+work. A decode node of worker ``w`` generates until the worker's unfinished episodes fall to
+the bucket's share (half for ``dense``, an eighth for ``medium``, none for ``tail``): the same
+boundaries the cost model uses, counted in sequences because a tiny model never reaches the
+token thresholds of a real one. Tool waits happen inside the episodes (a retriever call is a
+real wait), so ``tool`` nodes have no work of their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+
+from jigsaw_engine.graph.substage import SubStage, SubStageKind
+from jigsaw_engine.train.rl_job import RLJob
+
+logger = logging.getLogger(__name__)
+
+LIVE_SHARE_AFTER_BUCKET: dict[str, float] = {"dense": 0.5, "medium": 0.125, "tail": 0.0}
+"""Share of a worker's episodes still unfinished when each decode bucket ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    node_id: str
+    duration_s: float
+    step_metrics: dict[str, float] | None = None
+    """The step's metrics, on the node that closes a step (weight sync)."""
+
+
+class RealPipeline:
+    """Runs the nodes the controller starts, in the order its dependencies allow."""
+
+    def __init__(self, job: RLJob, *, train_parts: int) -> None:
+        if train_parts < 1:
+            raise ValueError(f"train_parts: must be >= 1, got {train_parts}")
+        self.job = job
+        self._train_parts = train_parts
+        self._open_step: int | None = None
+        self._lock = threading.Lock()
+        self.step_metrics: list[dict[str, float]] = []
+
+    def run_node(self, node: SubStage) -> NodeReport:
+        started = time.perf_counter()
+        metrics = self._run(node)
+        return NodeReport(node.node_id, time.perf_counter() - started, metrics)
+
+    def _run(self, node: SubStage) -> dict[str, float] | None:
+        job, kind = self.job, node.kind
+        if kind in (SubStageKind.LOAD, SubStageKind.TOOL):
+            return None
+        if node.step != job.step:
+            raise RuntimeError(
+                f"node {node.node_id}: the job is at step {job.step}; the real runtime runs synchronous pipelines only"
+            )
+        if kind is SubStageKind.PREFILL:
+            with self._lock:
+                if self._open_step != node.step:
+                    job.begin_step()
+                    self._open_step = node.step
+            return None
+        if kind is SubStageKind.DECODE:
+            worker = node.worker if node.worker is not None else 0
+            if worker < len(job.engines):
+                _, total = job.live_episodes(worker)
+                share = LIVE_SHARE_AFTER_BUCKET.get((node.bucket or "tail").split(".")[0], 0.0)
+                job.rollout(worker, until_live_at_most=math.floor(share * total))
+            return None
+        return self._run_pipeline_wide(node)
+
+    def _run_pipeline_wide(self, node: SubStage) -> dict[str, float] | None:
+        job = self.job
+        if node.kind is SubStageKind.REWARD:
+            # Every decode node has run by now; any episode still open (a bucket the graph did
+            # not predict) is finished here rather than lost.
+            for worker in range(len(job.engines)):
+                job.rollout(worker)
+            job.score()
+        elif node.kind is SubStageKind.OLD_LOGPROB:
+            job.old_log_probs()
+        elif node.kind is SubStageKind.REF_LOGPROB:
+            job.ref_log_probs()
+        elif node.kind is SubStageKind.TRAIN:
+            part = int((node.bucket or "mb0").removeprefix("mb")) + 1
+            job.train(part, self._train_parts)
+        elif node.kind is SubStageKind.WEIGHT_SYNC:
+            metrics = job.sync_weights()
+            self._open_step = None
+            self.step_metrics.append(metrics)
+            return metrics
+        return None

@@ -1,0 +1,188 @@
+"""Run a workload file's pipelines for real, under several policies side by side.
+
+Each policy gets freshly built pipelines from the same specs and seeds (so the same warmed-up
+policies and the same data), runs them to the end on the wall clock, and is reported with the
+real token counts the engines produced. ``serial`` runs one pipeline at a time (verl on a
+shared cluster, one job after another); ``dedicated`` gives each pipeline its own devices at
+once (verl with static partitions); ``jigsaw`` and ``greedy`` multiplex sub-stages. ``verl`` in
+the report is the better of ``serial`` and ``dedicated``, as in the simulator.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.cost.cost_model import RooflineCostModel
+from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.errors import FieldError, SpecError
+from jigsaw_engine.runtime.real_jobs import check_real_spec
+from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime
+from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
+from jigsaw_engine.spec.cluster import ClusterSpec
+from jigsaw_engine.spec.pipeline import parse_pipeline_spec
+from jigsaw_engine.spec.workload_file import WorkloadFile
+
+RealPolicy = Literal["serial", "dedicated", "greedy", "jigsaw"]
+REAL_POLICIES: tuple[RealPolicy, ...] = ("serial", "dedicated", "greedy", "jigsaw")
+
+ExecutorFactory = Callable[[Mapping[str, Mapping[str, Any]], int], NodeExecutor]
+"""Builds the executor for a set of pipelines (id -> spec) and the train parts per step."""
+Progress = Callable[[str, Mapping[str, tuple[int, int]]], None]
+"""(policy, pipeline id -> (steps done, total steps)), after every event."""
+
+
+def check_real_workload(workload: WorkloadFile, *, steps: int | None) -> dict[str, dict[str, Any]]:
+    """The workload's pipeline specs, with ``steps`` applied, keyed by a unique id; every problem at once."""
+    errors: list[FieldError] = []
+    specs: dict[str, dict[str, Any]] = {}
+    for i, raw in enumerate(workload.pipelines):
+        spec = dict(raw)
+        if steps is not None:
+            spec["trainer"] = {**dict(spec.get("trainer", {})), "total_steps": steps}
+        parsed = parse_pipeline_spec(spec)
+        errors += check_real_spec(parsed, path=f"pipelines[{i}]")
+        specs[f"p{i}-{parsed.name}"] = spec
+    if workload.cluster.device_type != "cpu":
+        errors.append(
+            FieldError(
+                "cluster.device_type", f"real runs here need device_type: cpu, got {workload.cluster.device_type!r}"
+            )
+        )
+    if errors:
+        raise SpecError(errors)
+    return specs
+
+
+def run_real_workload(
+    workload: WorkloadFile,
+    policies: Sequence[RealPolicy],
+    *,
+    make_executor: ExecutorFactory,
+    steps: int | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    specs = check_real_workload(workload, steps=steps)
+    result: dict[str, Any] = {
+        "cluster": {"num_devices": workload.cluster.num_devices, "device_type": workload.cluster.device_type},
+        "policies": {},
+        "real": True,
+    }
+    for policy in policies:
+        if policy == "serial":
+            runs = [
+                _run(workload.cluster, "dedicated", {pid: spec}, make_executor, progress, label="serial")
+                for pid, spec in specs.items()
+            ]
+            result["policies"]["serial"] = _merge_serial(runs)
+        else:
+            result["policies"][policy] = _run(workload.cluster, policy, specs, make_executor, progress, label=policy)
+    verl = [p for p in ("serial", "dedicated") if p in result["policies"]]
+    if verl:
+        best = max(verl, key=lambda p: result["policies"][p]["throughput_tokens_per_s"])
+        result["policies"]["verl"] = {**result["policies"][best], "chosen": best}
+    if "serial" in result["policies"]:
+        _add_latency_ratios(result)
+    return result
+
+
+def _run(
+    cluster: ClusterSpec,
+    policy: str,
+    specs: Mapping[str, Mapping[str, Any]],
+    make_executor: ExecutorFactory,
+    progress: Progress | None,
+    *,
+    label: str,
+) -> dict[str, Any]:
+    cost = RooflineCostModel(load_device_profile(cluster.device_type))
+    graph_config = replace(graph_config_for(policy), migrate_tails=False)
+    executor = make_executor(specs, graph_config.train_minibatches)
+    controller = ClusterController(
+        cluster,
+        cost,
+        runtime=RealRuntime(executor),
+        scheduler=make_scheduler(policy, cluster, cost),
+        graph_config=graph_config,
+    )
+    totals = {pid: parse_pipeline_spec(spec).total_steps for pid, spec in specs.items()}
+    done: dict[str, tuple[int, int]] = {pid: (0, totals[pid]) for pid in specs}
+    started = time.monotonic()
+    last = list(specs)[-1]
+    for pid, spec in specs.items():
+        controller.submit(pid, spec, schedule=pid == last)  # all arrive together
+    cursor = 0
+    while (t := controller.next_event_time()) is not None:
+        controller.advance_to(t)
+        for event in controller.events.since(cursor, 1000):
+            cursor = event.seq
+            if event.kind.value == "metrics":
+                done[event.pipeline_id] = (int(event.data["step"]), totals[event.pipeline_id])
+        if progress is not None:
+            progress(label, done)
+    makespan_s = time.monotonic() - started
+    per_pipeline = _real_metrics(executor)
+    failed = {pid: controller.state_of(pid).value for pid in specs if controller.state_of(pid).value != "succeeded"}
+    if failed:
+        raise RuntimeError(f"{label}: pipelines did not finish: {failed}")
+    tokens = sum(sum(m["perf/total_num_tokens"] for m in steps) for steps in per_pipeline.values())
+    pipelines = {}
+    for pid, run in sorted(controller.finished_runs().items()):
+        steps = per_pipeline[pid]
+        span_s = (run.ended_s or 0.0) - (run.started_s or 0.0)
+        pipelines[pid] = {
+            "steps": len(steps),
+            "step_latency_s": span_s / max(1, len(steps)),
+            "tokens": int(sum(m["perf/total_num_tokens"] for m in steps)),
+            "tokens_per_s": sum(m["perf/total_num_tokens"] for m in steps) / span_s if span_s else 0.0,
+            "score_mean_per_step": [round(m["critic/score/mean"], 4) for m in steps],
+            "completion_s": run.ended_s,
+        }
+    shutdown = getattr(executor, "shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    return {
+        "throughput_tokens_per_s": tokens / makespan_s,
+        "makespan_s": makespan_s,
+        "tokens": int(tokens),
+        "pipelines": pipelines,
+    }
+
+
+def _real_metrics(executor: NodeExecutor) -> dict[str, list[dict[str, float]]]:
+    """Every pipeline's per-step metrics as its job measured them (real tokens, real scores)."""
+    getter = getattr(executor, "step_metrics", None)
+    if getter is not None:
+        metrics: dict[str, list[dict[str, float]]] = getter()
+        return metrics
+    pipelines = getattr(executor, "pipelines")  # noqa: B009 - ThreadExecutor keeps them here
+    return {pid: list(p.step_metrics) for pid, p in pipelines.items()}
+
+
+def _merge_serial(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One pipeline after another: makespans add up, so do tokens."""
+    makespan = sum(r["makespan_s"] for r in runs)
+    tokens = sum(r["tokens"] for r in runs)
+    pipelines: dict[str, Any] = {}
+    offset = 0.0
+    for r in runs:
+        for pid, figures in r["pipelines"].items():
+            pipelines[pid] = {**figures, "completion_s": (figures["completion_s"] or 0.0) + offset}
+        offset += r["makespan_s"]
+    return {
+        "throughput_tokens_per_s": tokens / makespan,
+        "makespan_s": makespan,
+        "tokens": tokens,
+        "pipelines": pipelines,
+    }
+
+
+def _add_latency_ratios(result: dict[str, Any]) -> None:
+    """Each pipeline's step latency over its latency alone (the serial run, where it was alone)."""
+    alone = {pid: f["step_latency_s"] for pid, f in result["policies"]["serial"]["pipelines"].items()}
+    for figures in result["policies"].values():
+        for pid, f in figures["pipelines"].items():
+            f["latency_ratio_vs_alone"] = f["step_latency_s"] / alone[pid]

@@ -1,0 +1,136 @@
+"""``RealRuntime``: the controller's :class:`Runtime` over real work, on the wall clock.
+
+The controller and scheduler are the simulator's, unchanged: ``start`` hands a sub-stage to a
+:class:`NodeExecutor` (threads in this process, or Ray actors), ``next_event_s`` is the
+earliest predicted finish (never earlier than a short poll from now), and ``advance_to`` waits
+until that time or until some sub-stage really finishes, whichever is first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Hashable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Protocol
+
+from jigsaw_engine.errors import JigsawError
+from jigsaw_engine.graph.substage import SubStage
+from jigsaw_engine.runtime.protocol import Task, TaskFinished
+from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
+
+logger = logging.getLogger(__name__)
+
+POLL_S = 0.02
+"""How long ``advance_to`` waits at least when every running sub-stage is overdue: short enough
+to notice a finish promptly, long enough not to spin a core the work itself needs."""
+
+
+class NodeFailedError(JigsawError):
+    code = "node_failed"
+
+
+class NodeExecutor(Protocol):
+    def submit(self, pipeline_id: str, node: SubStage) -> Hashable:
+        """Start ``node`` of ``pipeline_id``; a handle to wait on."""
+
+    def wait(self, handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
+        """The handles that have finished, waiting up to ``timeout_s`` for the first one."""
+
+    def result(self, handle: Hashable) -> NodeReport:
+        """The finished node's report; raises what the node raised."""
+
+
+class ThreadExecutor:
+    """Runs each pipeline's nodes on threads of this process (tests, the CLI on one machine)."""
+
+    def __init__(self, pipelines: dict[str, RealPipeline], *, max_workers: int = 8) -> None:
+        self.pipelines = pipelines
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="jigsaw-node")
+
+    def submit(self, pipeline_id: str, node: SubStage) -> Hashable:
+        return self._pool.submit(self.pipelines[pipeline_id].run_node, node)
+
+    def wait(self, handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
+        futures = [h for h in handles if isinstance(h, Future)]
+        done, _ = wait(futures, timeout=max(0.0, timeout_s), return_when=FIRST_COMPLETED)
+        return list(done)
+
+    def result(self, handle: Hashable) -> NodeReport:
+        assert isinstance(handle, Future)
+        report: NodeReport = handle.result()
+        return report
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(slots=True)
+class _Running:
+    task: Task
+    start_s: float
+
+
+class RealRuntime:
+    """Implements :class:`~jigsaw_engine.runtime.protocol.Runtime` on a :class:`NodeExecutor`."""
+
+    def __init__(self, executor: NodeExecutor) -> None:
+        self._executor = executor
+        self._origin = time.monotonic()
+        self._running: dict[Hashable, _Running] = {}
+        self._aborted: set[Hashable] = set()
+
+    @property
+    def now_s(self) -> float:
+        return time.monotonic() - self._origin
+
+    def start(self, task: Task) -> None:
+        handle = self._executor.submit(task.pipeline_id, task.node)
+        self._running[handle] = _Running(task, self.now_s)
+
+    def next_event_s(self) -> float | None:
+        if not self._running:
+            return None
+        now = self.now_s
+        predicted = min(
+            r.start_s + r.task.setup_s + r.task.node.duration_s / r.task.share for r in self._running.values()
+        )
+        return max(predicted, now + POLL_S) if not self._executor.wait(list(self._running), 0.0) else now
+
+    def advance_to(self, time_s: float) -> list[TaskFinished]:
+        """Wait until ``time_s`` or the first real finish; the sub-stages that finished."""
+        if not self._running:
+            return []
+        done = self._executor.wait(list(self._running), time_s - self.now_s)
+        end_s = self.now_s
+        finished: list[TaskFinished] = []
+        for handle in done:
+            entry = self._running.pop(handle)
+            if handle in self._aborted:
+                self._aborted.discard(handle)
+                continue
+            try:
+                self._executor.result(handle)
+            except Exception as exc:
+                raise NodeFailedError(f"{entry.task.task_id} failed: {exc}") from exc
+            finished.append(TaskFinished(entry.task, entry.start_s, end_s))
+        return sorted(finished, key=lambda f: (f.end_s, f.task.task_id))
+
+    def abort(self, pipeline_id: str) -> list[Task]:
+        """Forget ``pipeline_id``'s running sub-stages (their threads finish, unreported)."""
+        stopped = []
+        for handle, entry in self._running.items():
+            if entry.task.pipeline_id == pipeline_id and handle not in self._aborted:
+                self._aborted.add(handle)
+                stopped.append(entry.task)
+        return stopped
+
+    def device_load(self) -> dict[int, float]:
+        load: dict[int, float] = {}
+        for handle, entry in self._running.items():
+            if handle in self._aborted:
+                continue
+            for device in entry.task.devices:
+                load[device] = load.get(device, 0.0) + entry.task.share
+        return load
