@@ -25,6 +25,8 @@ class EpisodeResult:
     task: EnvTask
     group: int
     """Index of the task in this step's batch: the responses GRPO compares with each other."""
+    index: int
+    """Which of the group's ``n`` episodes this is."""
     sample: Sample
     reward: float
     num_turns: int
@@ -39,6 +41,7 @@ class EpisodeResult:
 class _Live:
     task: EnvTask
     group: int
+    index: int
     episode: Episode
     seed: int
     tokens: list[int]
@@ -87,9 +90,8 @@ class EpisodeBatch:
             for k in range(n):
                 episode_id = f"{request_prefix}{group}-{k}"
                 self._order.append(episode_id)
-                state = _Live(
-                    task, group, env.episode(task), sampling.seed + group * n + k, list(prompt), [False] * len(prompt)
-                )
+                seed = sampling.seed + group * n + k
+                state = _Live(task, group, k, env.episode(task), seed, list(prompt), [False] * len(prompt))
                 self._live[episode_id] = state
                 _submit(engine, episode_id, state, sampling, self._stop_ids)
 
@@ -120,11 +122,27 @@ class EpisodeBatch:
                     _submit(self._engine, episode_id, state, self._sampling, self._stop_ids)
         self.generate_s += time.perf_counter() - started - (self.tool_s - tool_before)
 
+    def hand_over_to(self, target: EpisodeBatch) -> int:
+        """Move every unfinished episode to ``target``'s engine: tail consolidation.
+
+        The requests are exported from this engine (prompt, tokens so far, sampling state) and
+        re-prefilled on the target's; the episodes' own state moves with them. Sampling is
+        portable, so they finish exactly as they would have here. Returns how many moved.
+        """
+        if target is self:
+            return 0
+        moved = self._engine.export_requests()
+        target._engine.import_requests(moved)
+        count = len(self._live)
+        target._live.update(self._live)
+        self._live.clear()
+        return count
+
     def results(self) -> list[EpisodeResult]:
-        """Every episode's result, grouped by task in task order; all must have finished."""
+        """The results of the episodes that finished on this batch's engine, by (task, index)."""
         if self._live:
             raise RuntimeError(f"{len(self._live)} episodes are still running; advance the batch to the end first")
-        return [self._results[e] for e in self._order]
+        return sorted(self._results.values(), key=lambda r: (r.group, r.index))
 
 
 def collect_episodes(
@@ -176,6 +194,7 @@ def _advance(
     return EpisodeResult(
         task=state.task,
         group=state.group,
+        index=state.index,
         sample=Sample(tuple(state.tokens), tuple(state.written)),
         reward=reward,
         num_turns=state.turns,

@@ -37,6 +37,8 @@ class RealJobOptions:
     max_operand: int = 9
     cache_dir: Path | None = None
     """Where warmed-up start policies are kept between builds (None: build every time)."""
+    checkpoint_dir: Path | None = None
+    """Where the job checkpoints after every step and resumes from (None: no checkpoints)."""
 
 
 def check_real_spec(spec: PipelineSpec, *, path: str = "") -> list[FieldError]:
@@ -133,7 +135,7 @@ def build_real_pipeline(spec: PipelineSpec, *, train_parts: int, options: RealJo
     pad = int(tokenizer.pad_token_id)
     engines = [TorchRolloutEngine(copy.deepcopy(model), pad_token_id=pad) for _ in range(spec.resources.dp)]
     job = RLJob(model=model, tokenizer=tokenizer, env=env, engines=engines, config=config)
-    return RealPipeline(job, train_parts=train_parts)
+    return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir)
 
 
 def _sample_turn_text(env: Environment) -> list[str]:

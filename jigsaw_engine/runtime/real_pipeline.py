@@ -15,6 +15,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
 from jigsaw_engine.train.rl_job import RLJob
@@ -36,10 +37,14 @@ class NodeReport:
 class RealPipeline:
     """Runs the nodes the controller starts, in the order its dependencies allow."""
 
-    def __init__(self, job: RLJob, *, train_parts: int) -> None:
+    def __init__(self, job: RLJob, *, train_parts: int, checkpoint_dir: Path | None = None) -> None:
         if train_parts < 1:
             raise ValueError(f"train_parts: must be >= 1, got {train_parts}")
         self.job = job
+        self._checkpoint_dir = checkpoint_dir
+        self.resumed_at_step = 0
+        if checkpoint_dir is not None and job.restore_checkpoint(checkpoint_dir):
+            self.resumed_at_step = job.step
         self._train_parts = train_parts
         self._open_step: int | None = None
         self._lock = threading.Lock()
@@ -90,7 +95,19 @@ class RealPipeline:
             job.train(part, self._train_parts)
         elif node.kind is SubStageKind.WEIGHT_SYNC:
             metrics = job.sync_weights()
+            self._checkpoint()
             self._open_step = None
             self.step_metrics.append(metrics)
             return metrics
         return None
+
+    def run_step(self) -> dict[str, float]:
+        """A whole step outside the controller (tests, resumable jobs run step by step)."""
+        metrics = self.job.run_step()
+        self._checkpoint()
+        self.step_metrics.append(metrics)
+        return metrics
+
+    def _checkpoint(self) -> None:
+        if self._checkpoint_dir is not None:
+            self.job.save_checkpoint(self._checkpoint_dir)

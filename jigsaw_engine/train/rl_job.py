@@ -195,10 +195,18 @@ class RLJob:
         open_step.batches[worker].advance(until_live_at_most=until_live_at_most)
         open_step.timings["gen"] = open_step.timings.get("gen", 0.0) + time.perf_counter() - started
 
+    def migrate_tails(self, source: int, target: int) -> int:
+        """Consolidate ``source``'s unfinished episodes onto ``target``: ``source``'s engine is
+        then free for other work. Returns how many episodes moved."""
+        open_step = self._require_open()
+        return open_step.batches[source].hand_over_to(open_step.batches[target])
+
     def score(self) -> None:
         """Rewards (with the overlong penalty), DAPO's group filter, and the padded batch."""
         cfg, open_step = self.config, self._require_open()
-        episodes = [e for batch in open_step.batches for e in batch.results()]
+        # By (task, index), not by worker: where an episode finished (after a migration) must
+        # not change the batch the trainer sees.
+        episodes = sorted((e for batch in open_step.batches for e in batch.results()), key=lambda e: (e.group, e.index))
         scores = torch.tensor([e.reward for e in episodes], dtype=torch.float32)
         group_ids = torch.tensor([e.group for e in episodes], dtype=torch.long)
         rewards = scores + self._overlong_penalty(episodes)
@@ -223,6 +231,10 @@ class RLJob:
             open_step.batch = collate([e.sample for e in open_step.episodes], pad_token_id=pad)
             open_step.rewards, open_step.group_ids = rewards[keep], group_ids[keep]
         open_step.metrics["perf/total_num_tokens"] = float(sum(len(e.sample.token_ids) for e in episodes))
+
+    def scored_episodes(self) -> list[EpisodeResult]:
+        """The open step's episodes that will be trained on (after :meth:`score`)."""
+        return list(self._require_open().episodes)
 
     def old_log_probs(self) -> None:
         open_step = self._require_open()

@@ -58,3 +58,51 @@ def test_two_real_pipelines_share_the_cluster_as_actors(ray_cluster):
     # The retrieval pipeline searched for real: its episodes spent time in the BM25 tool.
     assert sum(step["rollout/tool_s"] for step in search) > 0
     assert all(step[names.THROUGHPUT] > 0 for steps in metrics.values() for step in steps)
+
+
+def test_a_job_killed_mid_step_resumes_with_no_step_lost_or_repeated(ray_cluster, tmp_path):
+    """Kill the pipeline's actor while it works through its steps; a new actor on the same
+    checkpoint folder resumes after the last finished step and ends with the weights (and the
+    per-step rewards) of an uninterrupted run."""
+    import time
+
+    import ray
+
+    from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor
+    from jigsaw_engine.runtime.real_jobs import RealJobOptions
+
+    spec = _spec("arith", "gsm8k", 7, 8)
+    spec["data"] = {"train_batch_size": 16}
+    cache = tmp_path / "cache"
+
+    def actor(checkpoints):
+        options = RealJobOptions(cache_dir=cache, checkpoint_dir=checkpoints)
+        return PipelineActor.options(num_cpus=0).remote(spec, 1, 1, options)
+
+    reference = actor(tmp_path / "reference")
+    expected = ray.get(reference.run_steps.remote(4))
+    expected_progress = ray.get(reference.progress.remote())
+    ray.kill(reference)
+
+    checkpoints = tmp_path / "job"
+    doomed = actor(checkpoints)
+    ray.get(doomed.progress.remote())  # built
+    doomed.run_steps.remote(4)
+    deadline = time.monotonic() + 60
+    while not (checkpoints / "latest").is_file() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)  # into the next step
+    ray.kill(doomed)
+    done_before_kill = int((checkpoints / "latest").read_text().removeprefix("step-"))
+    assert 1 <= done_before_kill < 4, "the kill must land while steps remain"
+
+    resumed = actor(checkpoints)
+    progress = ray.get(resumed.progress.remote())
+    assert progress["resumed_at_step"] == progress["step"] == done_before_kill
+    rest = ray.get(resumed.run_steps.remote(4 - done_before_kill))
+    final = ray.get(resumed.progress.remote())
+    ray.kill(resumed)
+    assert final["step"] == 4
+    assert final["weights"] == expected_progress["weights"]
+    assert [m["training/global_step"] for m in rest] == [float(s) for s in range(done_before_kill + 1, 5)]
+    assert [m[names.SCORE_MEAN] for m in rest] == [m[names.SCORE_MEAN] for m in expected[done_before_kill:]]

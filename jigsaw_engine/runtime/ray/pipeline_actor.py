@@ -36,6 +36,24 @@ class PipelineActor:
     def step_metrics(self) -> list[dict[str, float]]:
         return list(self._pipeline.step_metrics)
 
+    def run_steps(self, count: int) -> list[dict[str, float]]:
+        """Whole steps, each checkpointed (when the options name a folder) before the next."""
+        return [self._pipeline.run_step() for _ in range(count)]
+
+    def progress(self) -> dict[str, Any]:
+        """Where the job is: its next step, the step it resumed at, a digest of its weights."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for name, tensor in sorted(self._pipeline.job.trainer.model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().contiguous().numpy().tobytes())
+        return {
+            "step": self._pipeline.job.step,
+            "resumed_at_step": self._pipeline.resumed_at_step,
+            "weights": digest.hexdigest(),
+        }
+
 
 class RayExecutor:
     """:class:`~jigsaw_engine.runtime.real_runtime.NodeExecutor` over one actor per pipeline."""
