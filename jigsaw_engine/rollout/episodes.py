@@ -35,6 +35,12 @@ class EpisodeResult:
     truncated: bool
     """Some reply hit the token limit (the overlong penalty reads this)."""
     tool_s: float
+    turn_tokens: tuple[int, ...] = ()
+    """Tokens the model wrote in each turn."""
+    observation_tokens: tuple[int, ...] = ()
+    """Tokens of each observation between turns (feedback, a tool's result)."""
+    tool_waits_s: tuple[float, ...] = ()
+    """Wall time of each turn's environment call but the last."""
 
 
 @dataclass(slots=True)
@@ -50,6 +56,9 @@ class _Live:
     truncated: bool = False
     tool_s: float = 0.0
     replies: list[str] = field(default_factory=list)
+    turn_tokens: list[int] = field(default_factory=list)
+    observation_tokens: list[int] = field(default_factory=list)
+    tool_waits_s: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,12 +192,15 @@ def _advance(
     state.truncated |= finished.finish_reason == "length"
     reply = tokenizer.decode(list(finished.output_ids), skip_special_tokens=True)
     state.replies.append(reply)
+    state.turn_tokens.append(len(finished.output_ids))
     turn = state.episode.respond(reply)
     state.tool_s += turn.tool_s
     if not turn.done and state.turns < env.max_turns and finished.finish_reason == "stop":
         observation = tokenizer.encode(render_turn("tool" if turn.role == "tool" else "user", turn.observation))
         state.tokens.extend(observation)
         state.written.extend([False] * len(observation))
+        state.observation_tokens.append(len(observation))
+        state.tool_waits_s.append(turn.tool_s)
         return None
     reward = turn.reward if turn.done else 0.0
     return EpisodeResult(
@@ -201,4 +213,7 @@ def _advance(
         response_tokens=sum(state.written),
         truncated=state.truncated,
         tool_s=state.tool_s,
+        turn_tokens=tuple(state.turn_tokens),
+        observation_tokens=tuple(state.observation_tokens),
+        tool_waits_s=tuple(state.tool_waits_s),
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -138,14 +140,43 @@ def _process_state_kept() -> Iterator[None]:
 
     set_num_threads, threads = torch.set_num_threads, torch.get_num_threads()
     torch_rng, py_rng, np_rng = torch.get_rng_state(), random.getstate(), numpy.random.get_state()
+    hidden = _hide_modules_vllm_cannot_scan()
     try:
         yield
     finally:
+        sys.modules.update(hidden)
         torch.set_num_threads = set_num_threads
         torch.set_num_threads(threads)
         torch.set_rng_state(torch_rng)
         random.setstate(py_rng)
         numpy.random.set_state(np_rng)
+
+
+def _hide_modules_vllm_cannot_scan() -> dict[str, ModuleType]:
+    """Take out of ``sys.modules``, for the engine's start, the modules that break vLLM's scan.
+
+    vLLM 0.32's CPU kernel overrides walk every loaded module's namespace and read
+    ``vars(value).get(...)`` from every value that has a ``__dict__``. llvmlite's FFI ``lib``
+    answers any attribute, ``__dict__`` included, with a function wrapper, so the scan fails
+    once numba is loaded (bm25s imports it when present). Such modules hold no kernels vLLM
+    needs to rebind; they are put back right after.
+    """
+    hidden: dict[str, ModuleType] = {}
+    for name, module in list(sys.modules.items()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for value in list(namespace.values()):
+            try:
+                broken = hasattr(value, "__dict__") and not hasattr(vars(value), "get")
+            except TypeError:
+                broken = False
+            if broken:
+                hidden[name] = module
+                break
+    for name in hidden:
+        del sys.modules[name]
+    return hidden
 
 
 class VllmRolloutEngine:

@@ -89,12 +89,13 @@ def _start_ray() -> None:
 
 
 def _print_summary(result: dict[str, Any]) -> None:
-    print(f"{'policy':10s} {'tokens/s':>9s} {'makespan s':>11s} {'max latency x':>14s}")
+    print(f"{'policy':10s} {'tokens/s':>9s} {'makespan s':>11s} {'max latency x':>14s} {'sim makespan s':>15s}")
     for name, figures in result["policies"].items():
         ratios = [p.get("latency_ratio_vs_alone", float("nan")) for p in figures["pipelines"].values()]
         chosen = f"  (= {figures['chosen']})" if "chosen" in figures else ""
         rate, makespan = figures["throughput_tokens_per_s"], figures["makespan_s"]
-        print(f"{name:10s} {rate:9.0f} {makespan:11.1f} {max(ratios):14.2f}{chosen}")
+        predicted = figures["predicted_makespan_s"]
+        print(f"{name:10s} {rate:9.0f} {makespan:11.1f} {max(ratios):14.2f} {predicted:15.1f}{chosen}")
 
 
 def run_command(args: argparse.Namespace) -> int:

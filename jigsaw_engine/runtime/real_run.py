@@ -22,8 +22,9 @@ from jigsaw_engine.errors import FieldError, SpecError
 from jigsaw_engine.runtime.real_jobs import check_real_spec
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
+from jigsaw_engine.sim.lengths import SequencePlan
 from jigsaw_engine.spec.cluster import ClusterSpec
-from jigsaw_engine.spec.pipeline import parse_pipeline_spec
+from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import WorkloadFile
 
 RealPolicy = Literal["serial", "dedicated", "greedy", "jigsaw"]
@@ -125,6 +126,7 @@ def _run(
             progress(label, done)
     makespan_s = time.monotonic() - started
     per_pipeline = _real_metrics(executor)
+    plans = _real_plans(executor)
     failed = {pid: controller.state_of(pid).value for pid in specs if controller.state_of(pid).value != "succeeded"}
     if failed:
         raise RuntimeError(f"{label}: pipelines did not finish: {failed}")
@@ -144,12 +146,59 @@ def _run(
     shutdown = getattr(executor, "shutdown", None)
     if shutdown is not None:
         shutdown()
+    predicted = predict_with_simulator(cluster, policy, specs, plans)
+    for pid, figures in pipelines.items():
+        figures["predicted_step_latency_s"] = predicted["pipelines"][pid]
+        figures["prediction_error"] = predicted["pipelines"][pid] / figures["step_latency_s"] - 1.0
     return {
         "throughput_tokens_per_s": tokens / makespan_s,
         "makespan_s": makespan_s,
         "tokens": int(tokens),
         "pipelines": pipelines,
+        "predicted_makespan_s": predicted["makespan_s"],
+        "prediction_error": predicted["makespan_s"] / makespan_s - 1.0,
     }
+
+
+def predict_with_simulator(
+    cluster: ClusterSpec,
+    policy: str,
+    specs: Mapping[str, Mapping[str, Any]],
+    plans: Mapping[str, Mapping[int, list[SequencePlan]]],
+) -> dict[str, Any]:
+    """The simulator's forecast of the run just made: same controller, scheduler and cost
+    profile, replaying the sequences the real run produced (lengths, turns, tool waits).
+
+    The gap to the real run is the cost model's error for this machine and these models.
+    """
+    cost = RooflineCostModel(load_device_profile(cluster.device_type))
+    graph_config = replace(graph_config_for(policy), migrate_tails=False)
+    parsed = {pid: parse_pipeline_spec(spec) for pid, spec in specs.items()}
+    by_spec = {id(spec): pid for pid, spec in parsed.items()}
+
+    def recorded(spec: PipelineSpec, step: int) -> list[SequencePlan]:
+        return plans[by_spec[id(spec)]][step]
+
+    controller = ClusterController(
+        cluster, cost, scheduler=make_scheduler(policy, cluster, cost), graph_config=graph_config, plans=recorded
+    )
+    for pid, spec in parsed.items():
+        controller.submit(pid, spec, schedule=False)
+    makespan_s = controller.run_until_idle()
+    latencies = {
+        pid: ((run.ended_s or 0.0) - (run.started_s or 0.0)) / max(1, run.steps_done)
+        for pid, run in controller.finished_runs().items()
+    }
+    return {"makespan_s": makespan_s, "pipelines": latencies}
+
+
+def _real_plans(executor: NodeExecutor) -> dict[str, dict[int, list[SequencePlan]]]:
+    getter = getattr(executor, "step_plans", None)
+    if getter is not None:
+        plans: dict[str, dict[int, list[SequencePlan]]] = getter()
+        return plans
+    pipelines = getattr(executor, "pipelines")  # noqa: B009 - ThreadExecutor keeps them here
+    return {pid: dict(p.job.step_plans) for pid, p in pipelines.items()}
 
 
 def _real_metrics(executor: NodeExecutor) -> dict[str, list[dict[str, float]]]:
@@ -172,11 +221,14 @@ def _merge_serial(runs: list[dict[str, Any]]) -> dict[str, Any]:
         for pid, figures in r["pipelines"].items():
             pipelines[pid] = {**figures, "completion_s": (figures["completion_s"] or 0.0) + offset}
         offset += r["makespan_s"]
+    predicted = sum(r["predicted_makespan_s"] for r in runs)
     return {
         "throughput_tokens_per_s": tokens / makespan,
         "makespan_s": makespan,
         "tokens": tokens,
         "pipelines": pipelines,
+        "predicted_makespan_s": predicted,
+        "prediction_error": predicted / makespan - 1.0,
     }
 
 

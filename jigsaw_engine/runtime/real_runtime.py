@@ -32,8 +32,8 @@ class NodeFailedError(JigsawError):
 
 
 class NodeExecutor(Protocol):
-    def submit(self, pipeline_id: str, node: SubStage) -> Hashable:
-        """Start ``node`` of ``pipeline_id``; a handle to wait on."""
+    def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
+        """Start ``node`` of ``pipeline_id`` on ``devices``; a handle to wait on."""
 
     def wait(self, handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
         """The handles that have finished, waiting up to ``timeout_s`` for the first one."""
@@ -49,7 +49,8 @@ class ThreadExecutor:
         self.pipelines = pipelines
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="jigsaw-node")
 
-    def submit(self, pipeline_id: str, node: SubStage) -> Hashable:
+    def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
+        # Threads share one interpreter: devices are not pinned here (see RayExecutor).
         return self._pool.submit(self.pipelines[pipeline_id].run_node, node)
 
     def wait(self, handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
@@ -86,7 +87,7 @@ class RealRuntime:
         return time.monotonic() - self._origin
 
     def start(self, task: Task) -> None:
-        handle = self._executor.submit(task.pipeline_id, task.node)
+        handle = self._executor.submit(task.pipeline_id, task.node, task.devices)
         self._running[handle] = _Running(task, self.now_s)
 
     def next_event_s(self) -> float | None:

@@ -27,6 +27,7 @@ from jigsaw_engine.rl.dapo import count_informative_groups, informative_groups, 
 from jigsaw_engine.rl.kl import estimate_kl
 from jigsaw_engine.rollout.episodes import EpisodeBatch, EpisodeResult
 from jigsaw_engine.rollout.protocol import RolloutEngine, SamplingParams
+from jigsaw_engine.sim.lengths import SequencePlan
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer, mean_metrics
 from jigsaw_engine.train.token_batch import TokenBatch, collate
 
@@ -108,6 +109,18 @@ class _OpenStep:
     actor_metrics: list[dict[str, float]] = field(default_factory=list)
 
 
+def sequence_plan(episode: EpisodeResult) -> SequencePlan:
+    """An episode in the simulator's terms: prompt, tokens per turn, tool waits between turns."""
+    prompt = episode.sample.model_written.index(True) if True in episode.sample.model_written else 0
+    observations = episode.observation_tokens
+    return SequencePlan(
+        prompt_tokens=prompt,
+        turn_tokens=episode.turn_tokens or (episode.response_tokens,),
+        tool_waits_s=episode.tool_waits_s,
+        tool_output_tokens=round(sum(observations) / len(observations)) if observations else 0,
+    )
+
+
 class RLJob:
     """A synchronous RL job whose step is a sequence of phases a runtime can run one at a time.
 
@@ -140,6 +153,8 @@ class RLJob:
         if not self._dataset:
             raise ValueError(f"env {env.name!r}: the dataset is empty")
         self._open: _OpenStep | None = None
+        self.step_plans: dict[int, list[SequencePlan]] = {}
+        """Each step's sequences as the simulator describes them: what the fidelity check replays."""
 
     @property
     def engine(self) -> RolloutEngine:
@@ -207,6 +222,7 @@ class RLJob:
         # By (task, index), not by worker: where an episode finished (after a migration) must
         # not change the batch the trainer sees.
         episodes = sorted((e for batch in open_step.batches for e in batch.results()), key=lambda e: (e.group, e.index))
+        self.step_plans[self.step] = [sequence_plan(e) for e in episodes]
         scores = torch.tensor([e.reward for e in episodes], dtype=torch.float32)
         group_ids = torch.tensor([e.group for e in episodes], dtype=torch.long)
         rewards = scores + self._overlong_penalty(episodes)

@@ -9,6 +9,7 @@ is a core.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ import ray
 from jigsaw_engine.graph.substage import SubStage
 from jigsaw_engine.runtime.real_jobs import RealJobOptions
 from jigsaw_engine.runtime.real_pipeline import NodeReport
+from jigsaw_engine.sim.lengths import SequencePlan
 
 
 @ray.remote(max_concurrency=8)  # type: ignore[call-overload]
@@ -28,13 +30,23 @@ class PipelineActor:
         from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 
         torch.set_num_threads(torch_threads)
+        self._all_cores = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
         self._pipeline = build_real_pipeline(parse_pipeline_spec(spec), train_parts=train_parts, options=options)
 
-    def run_node(self, node: SubStage) -> NodeReport:
+    def run_node(self, node: SubStage, cores: tuple[int, ...]) -> NodeReport:
+        """Run ``node`` with this thread pinned to ``cores``: on a CPU cluster a device is a
+        core, and pinning makes the scheduler's placement the real one (the OS would otherwise
+        spread every thread over every core)."""
+        if hasattr(os, "sched_setaffinity"):
+            # 0 = the calling thread on Linux; host-bound nodes (no devices) may use any core.
+            os.sched_setaffinity(0, set(cores) or self._all_cores)
         return self._pipeline.run_node(node)
 
     def step_metrics(self) -> list[dict[str, float]]:
         return list(self._pipeline.step_metrics)
+
+    def step_plans(self) -> dict[int, list[SequencePlan]]:
+        return dict(self._pipeline.job.step_plans)
 
     def run_steps(self, count: int) -> list[dict[str, float]]:
         """Whole steps, each checkpointed (when the options name a folder) before the next."""
@@ -65,8 +77,11 @@ class RayExecutor:
         train_parts: int,
         torch_threads: int = 1,
         options: RealJobOptions | None = None,
+        pin_devices: bool = True,
     ) -> None:
         options = options or RealJobOptions()
+        self._pin = pin_devices and hasattr(os, "sched_setaffinity")
+        self._num_cores = len(os.sched_getaffinity(0)) if self._pin else 1
         # Actors reserve no CPUs from Ray: the scheduler, not Ray, decides who runs where, and
         # co-located sub-stages would otherwise wait on Ray's accounting.
         self.actors = {
@@ -76,8 +91,9 @@ class RayExecutor:
         # Building a pipeline (tokenizer, warm-up) takes seconds: wait here, not inside a node.
         ray.get([actor.step_metrics.remote() for actor in self.actors.values()])
 
-    def submit(self, pipeline_id: str, node: SubStage) -> Hashable:
-        ref: Hashable = self.actors[pipeline_id].run_node.remote(node)
+    def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
+        cores = tuple(d % self._num_cores for d in devices) if self._pin else ()
+        ref: Hashable = self.actors[pipeline_id].run_node.remote(node, cores)
         return ref
 
     def wait(self, handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
@@ -95,6 +111,9 @@ class RayExecutor:
 
     def step_metrics(self) -> dict[str, list[dict[str, float]]]:
         return {pid: ray.get(actor.step_metrics.remote()) for pid, actor in self.actors.items()}
+
+    def step_plans(self) -> dict[str, dict[int, list[SequencePlan]]]:
+        return {pid: ray.get(actor.step_plans.remote()) for pid, actor in self.actors.items()}
 
     def shutdown(self) -> None:
         for actor in self.actors.values():
