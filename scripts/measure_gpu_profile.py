@@ -58,7 +58,8 @@ How each key is obtained (the formulas are ``jigsaw_engine/cost/cost_model.py``'
 - carried over from the base profile (``--base``, default the existing profile of that name), else a
   documented default, because one GPU cannot show them: nvlink_bytes_per_s, inter_node_bytes_per_s, and
   sync_alpha_s/sync_bytes_per_s (a framework's weight sync, not a device constant; the raw
-  device-to-device copy of the model's tensors is in the points file). A field whose phase failed or was
+  device-to-device copy of the model's tensors is in the points file) and stage_overhead_s (the
+  runtime's cost of launching a stage, measured by ``jigsaw run``, not here). A field whose phase failed or was
   skipped is carried over the same way, and the description says so.
 
 Every count of bytes is of bytes actually moved (2 per element in bf16, 4 in fp32), as in the CPU script.
@@ -105,8 +106,9 @@ PROFILE_KEYS = (
     "pcie_bytes_per_s",
     "sync_alpha_s",
     "sync_bytes_per_s",
+    "stage_overhead_s",
 )
-CARRIED_KEYS = ("nvlink_bytes_per_s", "inter_node_bytes_per_s", "sync_alpha_s", "sync_bytes_per_s")
+CARRIED_KEYS = ("nvlink_bytes_per_s", "inter_node_bytes_per_s", "sync_alpha_s", "sync_bytes_per_s", "stage_overhead_s")
 """Not measurable on one GPU (or not a device constant): always taken from the base profile."""
 DEFAULTS: dict[str, float] = {
     # shared/docs/BENCHMARKS.md's H100 column: used only where there is no base profile and a phase
@@ -128,6 +130,7 @@ DEFAULTS: dict[str, float] = {
     "pcie_bytes_per_s": 50e9,
     "sync_alpha_s": 1.0,
     "sync_bytes_per_s": 30e9,
+    "stage_overhead_s": 0.5,
 }
 ROOFLINE_SMOOTHING_P = 2.0  # the cost model's smooth max exponent (cost_model.ROOFLINE_SMOOTHING_P)
 ETA_RANGE = (0.01, 1.0)  # an efficiency outside this is a failed fit, clipped and reported

@@ -12,8 +12,6 @@ from jigsaw_engine.spec.models import ModelSpec
 
 FRAMEWORK_FACTOR = 1.2
 """Public verl / NeMo-RL step times run about 20% slower than the bare-model estimate."""
-STAGE_OVERHEAD_S = 0.5
-"""Fixed cost per stage launch (worker RPCs, batch assembly)."""
 WAKE_S = 0.5
 """Fixed cost of resuming a parked job on a device (process wake-up, allocator, NCCL groups)."""
 LINEAR_OPS_PER_LAYER = 4

@@ -37,6 +37,11 @@ class DeviceProfile:
     pcie_bytes_per_s: float
     sync_alpha_s: float
     sync_bytes_per_s: float
+    stage_overhead_s: float = 0.5
+    """Fixed cost of launching a stage on this platform's runtime (worker RPCs, batch
+    assembly, hand-back), seconds. 0.5 is a multi-GPU framework's (verl's Ray workers and
+    collectives); a tiny model's step on one machine pays milliseconds, and with 0.5 its
+    simulated steps come out several times too long."""
     linear_op_overhead_s: float = 0.0
     """Fixed time of one linear-layer kernel (launch, tail, epilogue), seconds. Seen as the
     intercept of time against weight bytes in Vidur's 1-16-token profiles; it is why small

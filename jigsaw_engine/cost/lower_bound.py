@@ -148,7 +148,7 @@ def roofline_device(device: DeviceProfile) -> DeviceProfile:
 def pipeline_work(cost: RooflineCostModel, spec: PipelineSpec, plans: Sequence[SequenceShape]) -> PipelineWork:
     """Ideal work and critical path of one step of ``spec`` whose sequences are ``plans``.
 
-    Stage launch overheads (``STAGE_OVERHEAD_S``) and CPU reward grading are left out: they are
+    Stage launch overheads (the profile's ``stage_overhead_s``) and CPU reward grading are left out: they are
     wall time of one execution plan, not device work, and a scheduler can overlap them."""
     model, tp, gpus = spec.model, spec.resources.tp, spec.resources.num_gpus
     if not plans:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from jigsaw_engine.cost.cost_model import STAGE_OVERHEAD_S, RooflineCostModel
+from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageGraph, SubStageKind
 from jigsaw_engine.migration.tails import Migration, plan_tail_migrations
 from jigsaw_engine.sim.decode_sim import BUCKET_NAMES, DecodeBuckets, WorkerRollout, simulate_worker
@@ -116,7 +116,9 @@ def build_step_graph(
         in_flight = rollout.context_token_s / rollout.decode_s if rollout.decode_s > 0 else 0.0
         reprefill_s = cost.prefill_s(model, tokens=in_flight, tp=tp)
         interrupted = config.interrupt_reprefill and spec.mode is SyncMode.ASYNC  # sync: no update mid-rollout
-        chains[w] = _worker_chain(rollout, spec, step, w, reprefill_s if interrupted else 0.0)
+        chains[w] = _worker_chain(
+            rollout, spec, step, w, reprefill_s if interrupted else 0.0, overhead_s=cost.device.stage_overhead_s
+        )
     migration_edges: list[tuple[str, str]] = []
     for m in migrations:  # the source stops where it hands its sequences on
         chains[m.source] = _cut_at_tail_entry(chains[m.source], rollouts[m.source])
@@ -135,8 +137,8 @@ def build_step_graph(
 
     tokens = sum(p.total_tokens for p in plans)
     train_mem = TRAIN_STATE_BYTES_PER_PARAM * model.num_params / gpus
-    forward_s = cost.logprob_forward_s(model, tokens=tokens, num_gpus=gpus) + STAGE_OVERHEAD_S
-    update_s = cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs) + STAGE_OVERHEAD_S
+    forward_s = cost.logprob_forward_s(model, tokens=tokens, num_gpus=gpus) + cost.device.stage_overhead_s
+    update_s = cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs) + cost.device.stage_overhead_s
     if spec.algorithm is Algorithm.PPO:
         update_s += forward_s + cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs)
 
@@ -158,7 +160,12 @@ def build_step_graph(
         )
 
     tail: list[SubStage] = [
-        stage(SubStageKind.REWARD, REWARD_S_PER_SEQUENCE * len(plans) + STAGE_OVERHEAD_S, 0, ResourceClass.HOST),
+        stage(
+            SubStageKind.REWARD,
+            REWARD_S_PER_SEQUENCE * len(plans) + cost.device.stage_overhead_s,
+            0,
+            ResourceClass.HOST,
+        ),
         stage(SubStageKind.OLD_LOGPROB, forward_s, gpus, ResourceClass.COMPUTE),
     ]
     if spec.algorithm in (Algorithm.GRPO, Algorithm.PPO):
@@ -207,7 +214,7 @@ def _split_tail(chain: list[SubStage], rollout: WorkerRollout) -> tuple[list[Sub
 
 
 def _worker_chain(
-    rollout: WorkerRollout, spec: PipelineSpec, step: int, worker: int, reprefill_s: float = 0.0
+    rollout: WorkerRollout, spec: PipelineSpec, step: int, worker: int, reprefill_s: float = 0.0, *, overhead_s: float
 ) -> list[SubStage]:
     """prefill (-> prefill.interrupt) -> decode.dense -> decode.medium -> decode.tail (-> tool
     waits), on ``tp`` devices.
@@ -230,7 +237,7 @@ def _worker_chain(
             tp,
             mem,
             ResourceClass.COMPUTE,
-            rollout.prefill_s + STAGE_OVERHEAD_S,
+            rollout.prefill_s + overhead_s,
         ),
     ]
     if reprefill_s > 0:

@@ -102,10 +102,11 @@ def _run(
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
     graph_config = replace(graph_config_for(policy), migrate_tails=False)
     executor = make_executor(specs, graph_config.train_minibatches)
+    runtime = RealRuntime(executor)
     controller = ClusterController(
         cluster,
         cost,
-        runtime=RealRuntime(executor),
+        runtime=runtime,
         scheduler=make_scheduler(policy, cluster, cost),
         graph_config=graph_config,
     )
@@ -157,6 +158,7 @@ def _run(
         "pipelines": pipelines,
         "predicted_makespan_s": predicted["makespan_s"],
         "prediction_error": predicted["makespan_s"] / makespan_s - 1.0,
+        "node_overhead_s_median": sorted(runtime.node_overheads_s)[len(runtime.node_overheads_s) // 2],
     }
 
 
@@ -222,7 +224,9 @@ def _merge_serial(runs: list[dict[str, Any]]) -> dict[str, Any]:
             pipelines[pid] = {**figures, "completion_s": (figures["completion_s"] or 0.0) + offset}
         offset += r["makespan_s"]
     predicted = sum(r["predicted_makespan_s"] for r in runs)
+    overheads = sorted(r["node_overhead_s_median"] for r in runs)
     return {
+        "node_overhead_s_median": overheads[len(overheads) // 2],
         "throughput_tokens_per_s": tokens / makespan,
         "makespan_s": makespan,
         "tokens": tokens,

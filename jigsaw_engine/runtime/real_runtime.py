@@ -81,6 +81,9 @@ class RealRuntime:
         self._origin = time.monotonic()
         self._running: dict[Hashable, _Running] = {}
         self._aborted: set[Hashable] = set()
+        self.node_overheads_s: list[float] = []
+        """Per finished sub-stage: its span on the clock minus the time its work took (the
+        launch, wait and hand-back cost the cost model calls a stage's overhead)."""
 
     @property
     def now_s(self) -> float:
@@ -112,9 +115,10 @@ class RealRuntime:
                 self._aborted.discard(handle)
                 continue
             try:
-                self._executor.result(handle)
+                report = self._executor.result(handle)
             except Exception as exc:
                 raise NodeFailedError(f"{entry.task.task_id} failed: {exc}") from exc
+            self.node_overheads_s.append(max(0.0, end_s - entry.start_s - report.duration_s))
             finished.append(TaskFinished(entry.task, entry.start_s, end_s))
         return sorted(finished, key=lambda f: (f.end_s, f.task.task_id))
 

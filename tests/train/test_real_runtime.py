@@ -120,6 +120,8 @@ def test_jigsaw_run_compares_policies_on_real_pipelines_and_writes_json(tmp_path
     assert result["policies"]["verl"]["chosen"] == "serial"
     for figures in result["policies"].values():
         assert figures["tokens"] > 0 and figures["throughput_tokens_per_s"] > 0
+        # The simulator's forecast of the same run, from the sequences it really produced.
+        assert figures["predicted_makespan_s"] > 0 and abs(figures["prediction_error"]) < 10
         assert set(figures["pipelines"]) == {"p0-arith", "p1-refine"}
     serial, jigsaw = result["policies"]["serial"]["pipelines"], result["policies"]["jigsaw"]["pipelines"]
     for pid in serial:  # same seeds, same learning, whatever the schedule
