@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from jigsaw_engine.errors import SpecError
+from jigsaw_engine.errors import JigsawError, SpecError
 from jigsaw_engine.runtime.real_jobs import RealJobOptions
 from jigsaw_engine.runtime.real_run import REAL_POLICIES, ExecutorFactory, RealPolicy, run_real_workload
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, ThreadExecutor
@@ -134,6 +134,10 @@ def run_command(args: argparse.Namespace) -> int:
     except SpecError as exc:
         for error in exc.errors:
             print(f"{error.field}: {error.message}", file=sys.stderr)
+        return 1
+    except (JigsawError, RuntimeError) as exc:  # a sub-stage failed, or a pipeline did not finish
+        logger.error("real run failed", exc_info=True)
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
         if use_ray:
