@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--steps", type=int, default=None, help="override every pipeline's trainer.total_steps")
     r.add_argument("--json", type=Path, default=None, help="write the results here")
     r.add_argument("--executor", choices=("ray", "threads"), default="ray", help="Ray actors (default) or threads here")
+    r.add_argument("--rollout-engine", choices=("torch", "vllm"), default="torch", help="the workers' rollout engine")
     r.add_argument(
         "--cache-dir",
         type=Path,

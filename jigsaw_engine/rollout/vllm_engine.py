@@ -25,9 +25,11 @@ distribution, as the trainer computes it).
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 
@@ -179,6 +181,24 @@ def _hide_modules_vllm_cannot_scan() -> dict[str, ModuleType]:
     return hidden
 
 
+_ENGINE_CALLS = threading.RLock()
+"""vLLM's in-process engine core is not thread-safe: two engines of one process stepped from
+two threads (a pipeline's data-parallel workers) crash it. Every engine call takes this lock,
+so engines of one process take turns; across processes they run in parallel."""
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _serialized(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    @functools.wraps(method)
+    def locked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with _ENGINE_CALLS:
+            return method(*args, **kwargs)
+
+    return locked
+
+
 class VllmRolloutEngine:
     """Implements :class:`~jigsaw_engine.rollout.protocol.RolloutEngine` on a vLLM ``LLMEngine``.
 
@@ -188,6 +208,7 @@ class VllmRolloutEngine:
     machines).
     """
 
+    @_serialized
     def __init__(
         self,
         model_path: Path | str,
@@ -242,10 +263,12 @@ class VllmRolloutEngine:
         self._last = IterationStats(running=0, decode_tokens=0, prefill_tokens=0)
 
     # -- requests ------------------------------------------------------------------------------
+    @_serialized
     def add_request(self, request: RolloutRequest) -> None:
         self._check_new(request.request_id)
         self._submit(_Tracked(request, vllm_id=""))
 
+    @_serialized
     def abort_request(self, request_id: str) -> FinishedRequest | None:
         entry = self._tracked.get(request_id)
         if entry is None:
@@ -253,6 +276,7 @@ class VllmRolloutEngine:
         self._forget(entry, abort_in_vllm=True)
         return entry.finished("abort")
 
+    @_serialized
     def export_requests(self, request_ids: Sequence[str] | None = None) -> list[ExportedRequest]:
         wanted = set(request_ids) if request_ids is not None else None
         chosen = [e for e in self._tracked.values() if wanted is None or e.request.request_id in wanted]
@@ -260,6 +284,7 @@ class VllmRolloutEngine:
             self._forget(entry, abort_in_vllm=True)
         return [ExportedRequest(e.request, tuple(e.output_ids), tuple(e.logprobs)) for e in chosen]
 
+    @_serialized
     def import_requests(self, exported: Sequence[ExportedRequest]) -> None:
         """Checks them all first, so that a refused batch leaves nothing behind."""
         incoming: set[str] = set()
@@ -292,6 +317,7 @@ class VllmRolloutEngine:
     def last_iteration(self) -> IterationStats:
         return self._last
 
+    @_serialized
     def load_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
         """Reload every weight in place (HF names, as ``state_dict()`` gives them), then drop the
         prefix cache, which holds keys and values of the old weights. Running requests keep
@@ -301,6 +327,7 @@ class VllmRolloutEngine:
         self._engine.reset_prefix_cache()
 
     # -- one iteration -------------------------------------------------------------------------
+    @_serialized
     def step(self) -> list[FinishedRequest]:
         started = time.perf_counter()
         outputs = self._engine.step() if self._tracked else []

@@ -127,7 +127,9 @@ def run_command(args: argparse.Namespace) -> int:
         result = run_real_workload(
             workload,
             chosen,
-            make_executor=_executor_factory(args.executor, RealJobOptions(cache_dir=args.cache_dir)),
+            make_executor=_executor_factory(
+                args.executor, RealJobOptions(cache_dir=args.cache_dir, rollout_engine=args.rollout_engine)
+            ),
             steps=args.steps,
             progress=LiveProgress(),
         )

