@@ -24,6 +24,7 @@ from jigsaw_engine.rollout.protocol import RolloutEngine
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
 from jigsaw_engine.runtime.real_pipeline import RealPipeline
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
+from jigsaw_engine.train.critic import CriticConfig
 from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 from jigsaw_engine.train.sft import WarmupConfig
@@ -33,6 +34,9 @@ RolloutEngineName = Literal["torch", "vllm"]
 
 REAL_WORKLOADS = ("gsm8k", "math", "aime_refine", "search")
 """Workloads with a real environment: arithmetic (gsm8k, math), self-refinement, retrieval QA."""
+
+TINY_CRITIC_LR = 1e-3
+"""A tiny critic's learning rate (PPO on arithmetic: reward 0.26 -> 0.66 in 80 steps with it)."""
 
 TINY_LR = 5e-4
 """A tiny model's RL learning rate (measured: 1e-3 collapses entropy within 100 steps)."""
@@ -70,13 +74,6 @@ def check_real_spec(spec: PipelineSpec, *, path: str = "") -> list[FieldError]:
                 f"no real environment for {spec.workload.name!r}; use one of {', '.join(REAL_WORKLOADS)}",
             )
         )
-    if spec.algorithm is Algorithm.PPO:
-        errors.append(
-            FieldError(
-                f"{prefix}algorithm",
-                "ppo needs a critic, which real runs do not train yet; use grpo, rloo, dapo or reinforce_plus_plus",
-            )
-        )
     if spec.mode is SyncMode.ASYNC:
         errors.append(FieldError(f"{prefix}mode", "real runs are synchronous for now; set mode: sync"))
     if spec.resources.tp != 1:
@@ -104,6 +101,8 @@ def _estimator(algorithm: Algorithm) -> AdvantageEstimator:
         return "rloo"
     if algorithm is Algorithm.REINFORCE_PP:
         return "reinforce_plus_plus_baseline"
+    if algorithm is Algorithm.PPO:
+        return "gae"
     return "grpo"
 
 
@@ -141,6 +140,7 @@ def build_real_pipeline(spec: PipelineSpec, *, train_parts: int, options: RealJo
             ppo_epochs=spec.ppo_epochs,
             clip_ratio_high=0.28 if dapo else 0.2,
         ),
+        critic=CriticConfig(lr=TINY_CRITIC_LR, micro_batch_size=128) if spec.algorithm is Algorithm.PPO else None,
         seed=spec.seed,
     )
     engines = _rollout_engines(model, tokenizer, spec.resources.dp, options)

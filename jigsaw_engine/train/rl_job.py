@@ -22,12 +22,13 @@ from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from jigsaw_engine.envs.protocol import Environment, EnvTask
 from jigsaw_engine.rl import metrics as names
-from jigsaw_engine.rl.advantages import AdvantageEstimator, compute_advantages
+from jigsaw_engine.rl.advantages import AdvantageEstimator, compute_advantages, gae_advantages, outcome_token_rewards
 from jigsaw_engine.rl.dapo import count_informative_groups, informative_groups, overlong_penalty
 from jigsaw_engine.rl.kl import estimate_kl
 from jigsaw_engine.rollout.episodes import EpisodeBatch, EpisodeResult
 from jigsaw_engine.rollout.protocol import RolloutEngine, SamplingParams
 from jigsaw_engine.sim.lengths import SequencePlan
+from jigsaw_engine.train.critic import CriticConfig, CriticTrainer
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer, mean_metrics
 from jigsaw_engine.train.token_batch import TokenBatch, collate
 
@@ -51,21 +52,25 @@ class RLJobConfig:
     overlong_buffer_tokens: int = 0
     """DAPO's soft overlong penalty over the last this-many tokens before the limit; 0 = off."""
     actor: ActorConfig = field(default_factory=ActorConfig)
+    critic: CriticConfig | None = None
+    """PPO's critic; required by (and only used with) ``adv_estimator='gae'``."""
     seed: int = 0
 
     def __post_init__(self) -> None:
         for name in ("prompts_per_step", "n", "max_response_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if self.adv_estimator == "gae":
-            raise ValueError("adv_estimator: 'gae' needs a critic, which this job does not train yet; use grpo or rloo")
+        if (self.adv_estimator == "gae") != (self.critic is not None):
+            raise ValueError("critic: 'gae' (PPO) needs a critic and only it uses one; set both or neither")
         if not 0 <= self.overlong_buffer_tokens <= self.max_response_tokens:
             raise ValueError(
                 f"overlong_buffer_tokens: must be in [0, max_response_tokens={self.max_response_tokens}], "
                 f"got {self.overlong_buffer_tokens}"
             )
-        if self.kl_in_reward_coef > 0 and self.adv_estimator != "reinforce_plus_plus":
-            raise ValueError("kl_in_reward_coef: only reinforce_plus_plus takes KL in the reward; use actor.kl_coef")
+        if self.kl_in_reward_coef > 0 and self.adv_estimator not in ("reinforce_plus_plus", "gae"):
+            raise ValueError(
+                "kl_in_reward_coef: only reinforce_plus_plus and gae take KL in the reward; use actor.kl_coef"
+            )
 
 
 @dataclass(slots=True)
@@ -104,6 +109,9 @@ class _OpenStep:
     old_logp: torch.Tensor | None = None
     ref_logp: torch.Tensor | None = None
     advantages: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+    critic_metrics: dict[str, float] = field(default_factory=dict)
     plan: list[torch.Tensor] = field(default_factory=list)
     next_update: int = 0
     actor_metrics: list[dict[str, float]] = field(default_factory=list)
@@ -147,6 +155,7 @@ class RLJob:
             raise ValueError("engines: a job needs at least one rollout engine")
         self.config = config
         self.trainer = PolicyTrainer(model, config.actor, keep_reference=config.kl_in_reward_coef > 0)
+        self.critic = CriticTrainer(model, config.critic) if config.critic is not None else None
         self.step = 0
         self.cursor = DataCursor()
         self._dataset = env.dataset()
@@ -258,6 +267,8 @@ class RLJob:
             return
         started = time.perf_counter()
         open_step.old_logp = self.trainer.old_log_probs(open_step.batch)
+        if self.critic is not None:
+            open_step.values = self.critic.values(open_step.batch)
         open_step.timings["old_log_prob"] = time.perf_counter() - started
 
     def ref_log_probs(self) -> None:
@@ -277,6 +288,10 @@ class RLJob:
             self._advantages(open_step)
         assert open_step.advantages is not None and open_step.old_logp is not None
         started = time.perf_counter()
+        if self.critic is not None and not open_step.critic_metrics:
+            # verl's order: the critic learns from this step's returns before the actor updates.
+            assert open_step.returns is not None and open_step.values is not None
+            open_step.critic_metrics = self.critic.update(open_step.batch, open_step.returns, open_step.values)
         plan = open_step.plan
         upto = round(part * len(plan) / parts)
         while open_step.next_update < upto:
@@ -303,6 +318,7 @@ class RLJob:
         open_step.timings["update_actor"] = open_step.timings.get("update_actor", 0.0) + time.perf_counter() - started
         metrics = open_step.metrics
         metrics.update(mean_metrics(open_step.actor_metrics))
+        metrics.update(open_step.critic_metrics)
         if open_step.batch is not None and open_step.advantages is not None and open_step.rewards is not None:
             metrics.update(self._data_metrics(open_step))
         open_step.timings["step"] = time.perf_counter() - open_step.started_s
@@ -329,14 +345,27 @@ class RLJob:
         kl_penalty = None
         if cfg.kl_in_reward_coef > 0 and open_step.ref_logp is not None:
             kl_penalty = cfg.kl_in_reward_coef * estimate_kl(open_step.old_logp, open_step.ref_logp, estimator="k1")
-        open_step.advantages = compute_advantages(
-            cfg.adv_estimator,
-            scores=open_step.rewards,
-            response_mask=open_step.batch.response_mask,
-            group_ids=open_step.group_ids,
-            kl_penalty=kl_penalty,
-            normalize_by_std=cfg.norm_adv_by_std,
-        )
+        if cfg.critic is not None:
+            assert open_step.values is not None
+            token_rewards = outcome_token_rewards(open_step.rewards, open_step.batch.response_mask)
+            if kl_penalty is not None:
+                token_rewards = token_rewards - kl_penalty * open_step.batch.response_mask
+            open_step.advantages, open_step.returns = gae_advantages(
+                token_rewards,
+                open_step.values,
+                open_step.batch.response_mask,
+                gamma=cfg.critic.gamma,
+                lam=cfg.critic.lam,
+            )
+        else:
+            open_step.advantages = compute_advantages(
+                cfg.adv_estimator,
+                scores=open_step.rewards,
+                response_mask=open_step.batch.response_mask,
+                group_ids=open_step.group_ids,
+                kl_penalty=kl_penalty,
+                normalize_by_std=cfg.norm_adv_by_std,
+            )
         open_step.plan = self.trainer.plan_updates(open_step.batch.size, seed=cfg.seed + self.step)
         open_step.timings["adv"] = time.perf_counter() - started
 
@@ -366,7 +395,10 @@ class RLJob:
         staging = root / f".staging-{self.step:06d}-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-        torch.save({"trainer": self.trainer.state_dict(), "torch_rng": torch.get_rng_state()}, staging / "state.pt")
+        state = {"trainer": self.trainer.state_dict(), "torch_rng": torch.get_rng_state()}
+        if self.critic is not None:
+            state["critic"] = self.critic.state_dict()
+        torch.save(state, staging / "state.pt")
         meta = {"step": self.step, "cursor": asdict(self.cursor), "seed": self.config.seed, "env": self.env.name}
         (staging / "job.json").write_text(json.dumps(meta, indent=2))
         shutil.rmtree(final, ignore_errors=True)
@@ -390,6 +422,8 @@ class RLJob:
             )
         state = torch.load(folder / "state.pt", weights_only=False)
         self.trainer.load_state_dict(state["trainer"])
+        if self.critic is not None:
+            self.critic.load_state_dict(state["critic"])
         torch.set_rng_state(state["torch_rng"])
         self.step = int(meta["step"])
         self.cursor = DataCursor(**meta["cursor"])

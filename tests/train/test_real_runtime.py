@@ -83,7 +83,7 @@ def test_specs_that_cannot_run_for_real_say_why_field_by_field():
         }
     )
     errors = {e.field: e.message for e in check_real_spec(spec, path="pipelines[3]")}
-    assert set(errors) == {"pipelines[3].model", "pipelines[3].workload", "pipelines[3].algorithm", "pipelines[3].mode"}
+    assert set(errors) == {"pipelines[3].model", "pipelines[3].workload", "pipelines[3].mode"}
     assert "tiny-qwen2-1m" in errors["pipelines[3].model"]
     assert "set mode: sync" in errors["pipelines[3].mode"]
     with pytest.raises(SpecError):

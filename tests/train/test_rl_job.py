@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rollout.episodes import collect_episodes
 from jigsaw_engine.rollout.protocol import SamplingParams
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
+from jigsaw_engine.train.critic import CriticConfig
 from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 
@@ -79,6 +82,24 @@ def test_grpo_lifts_the_reward_of_a_tiny_model_on_arithmetic(arith_policy, arith
         names.THROUGHPUT,
     ):
         assert key in step
+
+
+@pytest.mark.slow
+def test_ppo_with_a_critic_lifts_the_reward_too(arith_policy, arith_env):
+    """GAE over a critic initialised from the policy (zero head): the reward rises and the
+    critic's regression loss is reported each step. Measured here: 0.26 -> 0.41 over 30 steps."""
+    config = replace(LEARNING, adv_estimator="gae", critic=CriticConfig(lr=1e-3, micro_batch_size=128, lam=0.95))
+    job = _job(arith_policy, arith_env, config)
+    steps = [job.run_step() for _ in range(30)]
+    scores = [s[names.SCORE_MEAN] for s in steps]
+    first, last = sum(scores[:5]) / 5, sum(scores[-10:]) / 10
+    assert last > first + 0.08, f"reward went from {first:.2f} to {last:.2f}: no learning"
+    assert all(names.VF_LOSS in s and s[names.VF_LOSS] > 0 for s in steps)
+
+
+def test_a_gae_job_without_a_critic_is_refused():
+    with pytest.raises(ValueError, match="critic: 'gae' \\(PPO\\) needs a critic"):
+        RLJobConfig(adv_estimator="gae")
 
 
 def test_a_job_resumed_from_its_checkpoint_continues_as_if_never_stopped(arith_policy, arith_env, tmp_path):
