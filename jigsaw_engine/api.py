@@ -58,7 +58,10 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         "algorithm": p.algorithm.value,
         "model": p.model.name,
         "workload": p.workload.name,
-        "data": {"train_batch_size": p.train_batch_size},
+        "data": {
+            "train_batch_size": p.train_batch_size,
+            **({"train_files": p.train_files, "grader": p.grader} if p.train_files else {}),
+        },
         "rollout": {
             "n": p.rollout.n,
             "max_response_length": p.rollout.max_response_length,

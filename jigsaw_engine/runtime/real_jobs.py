@@ -82,6 +82,11 @@ def check_real_spec(spec: PipelineSpec, *, path: str = "") -> list[FieldError]:
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:
+    """The user's JSONL file when the spec names one (``data.train_files``), else the workload's env."""
+    if spec.train_files is not None:
+        from jigsaw_engine.envs.jsonl_dataset import JsonlEnv
+
+        return JsonlEnv(spec.train_files, spec.grader)
     from jigsaw_engine.envs.math_tasks import MathEnv, generate_arithmetic
 
     tasks = generate_arithmetic(spec.seed, 400, max_operand=options.max_operand)

@@ -78,6 +78,12 @@ class PipelineSpec:
     priority: float
     """Weight in weighted completion time; 1.0 is normal."""
     seed: int
+    train_files: str | None = None
+    """A user's JSONL dataset (``{"prompt", "answer"}`` per line) for real runs, verl's
+    ``data.train_files``; None: the workload's own tasks. The simulator reads lengths from the
+    workload either way."""
+    grader: str = "numeric"
+    """How ``train_files`` answers are graded: ``numeric`` or ``exact_match``."""
 
     @property
     def sequences_per_step(self) -> int:
@@ -113,6 +119,8 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
     workload_name = r.choice("workload", "gsm8k", sorted(WORKLOADS))
     data = r.section("data")
     train_batch_size = data.integer("train_batch_size", 64, minimum=1, maximum=65536)
+    train_files = data.text("train_files", "", max_length=1000) or None
+    grader = data.choice("grader", "numeric", ["numeric", "exact_match"])
     data.finish()
     rollout = _read_rollout(r.section("rollout"), algorithm)
     resources = _read_resources(r.section("resources"))
@@ -143,6 +151,8 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
         ppo_epochs=ppo_epochs,
         priority=priority,
         seed=seed,
+        train_files=train_files,
+        grader=grader,
     )
 
 

@@ -99,3 +99,12 @@ def test_model_from_hf_config_matches_catalogue() -> None:
     expected = MODEL_CATALOGUE["qwen2.5-7b"]
     assert derived.num_params == pytest.approx(expected.num_params, rel=0.02)
     assert derived.kv_bytes_per_token == expected.kv_bytes_per_token
+
+
+def test_a_users_dataset_and_grader_are_read_from_data_and_checked():
+    spec = parse_pipeline_spec({"data": {"train_files": "/data/mine.jsonl", "grader": "exact_match"}})
+    assert (spec.train_files, spec.grader) == ("/data/mine.jsonl", "exact_match")
+    assert parse_pipeline_spec({}).train_files is None
+    with pytest.raises(SpecError) as caught:
+        parse_pipeline_spec({"data": {"grader": "fuzzy"}})
+    assert [e.field for e in caught.value.errors] == ["data.grader"]

@@ -174,3 +174,25 @@ def test_a_pipeline_on_vllm_learns_exactly_what_it_learns_on_the_torch_engine():
     torch_scores = [on_torch.run_step()[names.SCORE_MEAN] for _ in range(2)]
     vllm_scores = [on_vllm.run_step()[names.SCORE_MEAN] for _ in range(2)]
     assert vllm_scores == torch_scores
+
+
+def test_a_users_jsonl_dataset_trains_and_a_bad_row_is_named_by_file_and_line(tmp_path, capsys):
+    rows = [{"prompt": f"Compute {a}+{b}.", "answer": str(a + b)} for a in range(5) for b in range(5)]
+    good = tmp_path / "mine.jsonl"
+    good.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = {**tiny_spec("mine"), "data": {"train_batch_size": 4, "train_files": str(good), "grader": "numeric"}}
+    pipeline = build_real_pipeline(parse_pipeline_spec(spec), train_parts=1, options=FAST)
+    assert pipeline.job.env.name == "jsonl" and len(pipeline.job.env.dataset()) == 25
+    metrics = pipeline.run_step()
+    assert metrics[names.RESPONSE_LENGTH_MEAN] > 0
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(rows[0]) + "\n" + '{"prompt": "Compute 1+1."}\n')
+    workload = {
+        "cluster": {"num_nodes": 1, "devices_per_node": 2, "device_type": "cpu"},
+        "pipelines": [{**spec, "data": {"train_batch_size": 4, "train_files": str(bad)}}],
+    }
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(workload))
+    assert main(["run", "--workload", str(path), "--executor", "threads", "--steps", "1"]) == 1
+    assert f'{bad}:2: missing field "answer"' in capsys.readouterr().err
