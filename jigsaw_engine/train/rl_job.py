@@ -165,10 +165,6 @@ class RLJob:
         self.step_plans: dict[int, list[SequencePlan]] = {}
         """Each step's sequences as the simulator describes them: what the fidelity check replays."""
 
-    @property
-    def engine(self) -> RolloutEngine:
-        return self.engines[0]
-
     def run_step(self) -> dict[str, float]:
         """One synchronous step; its metrics (verl's names) plus ``training/global_step``."""
         self.begin_step()
@@ -312,9 +308,7 @@ class RLJob:
             self.train(1, 1)
         started = time.perf_counter()
         if open_step.actor_metrics:
-            weights = self.trainer.weights()
-            for engine in self.engines:
-                engine.load_weights(weights)
+            self._push_weights()
         open_step.timings["update_actor"] = open_step.timings.get("update_actor", 0.0) + time.perf_counter() - started
         metrics = open_step.metrics
         metrics.update(mean_metrics(open_step.actor_metrics))
@@ -333,6 +327,12 @@ class RLJob:
         return metrics
 
     # -- helpers -------------------------------------------------------------------------------
+    def _push_weights(self) -> None:
+        """The trainer's weights to every rollout worker (after an update, after a restore)."""
+        weights = self.trainer.weights()
+        for engine in self.engines:
+            engine.load_weights(weights)
+
     def _require_open(self) -> _OpenStep:
         if self._open is None:
             raise RuntimeError(f"no step is open; call begin_step() first (next step is {self.step})")
@@ -427,7 +427,7 @@ class RLJob:
         torch.set_rng_state(state["torch_rng"])
         self.step = int(meta["step"])
         self.cursor = DataCursor(**meta["cursor"])
-        self.engine.load_weights(self.trainer.weights())
+        self._push_weights()
         return True
 
     def _overlong_penalty(self, episodes: list[EpisodeResult]) -> torch.Tensor:

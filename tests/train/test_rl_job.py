@@ -27,10 +27,11 @@ LEARNING = RLJobConfig(
 )
 
 
-def _job(policy, env, config: RLJobConfig) -> RLJob:
+def _job(policy, env, config: RLJobConfig, *, workers: int = 1) -> RLJob:
     model = policy.fresh_model()
-    engine = TorchRolloutEngine(policy.fresh_model(), pad_token_id=policy.tokenizer.pad_token_id)
-    return RLJob(model=model, tokenizer=policy.tokenizer, env=env, engine=engine, config=config)
+    pad = policy.tokenizer.pad_token_id
+    engines = [TorchRolloutEngine(policy.fresh_model(), pad_token_id=pad) for _ in range(workers)]
+    return RLJob(model=model, tokenizer=policy.tokenizer, env=env, engines=engines, config=config)
 
 
 def test_multi_turn_episodes_train_only_on_what_the_model_wrote(arith_policy):
@@ -106,16 +107,17 @@ def test_a_job_resumed_from_its_checkpoint_continues_as_if_never_stopped(arith_p
     """Run 3 steps straight; run 2, checkpoint, 'crash' (new objects), resume, run the 3rd: the
     third step sees the same data, samples the same replies and ends with the same weights."""
     config = RLJobConfig(prompts_per_step=8, n=4, max_response_tokens=8, actor=ActorConfig(lr=5e-4), seed=11)
-    straight = _job(arith_policy, arith_env, config)
+    # Two workers: a restore must bring every worker's engine to the checkpoint's weights.
+    straight = _job(arith_policy, arith_env, config, workers=2)
     expected = [straight.run_step() for _ in range(3)]
 
-    first = _job(arith_policy, arith_env, config)
+    first = _job(arith_policy, arith_env, config, workers=2)
     first.run_step()
     first.run_step()
     first.save_checkpoint(tmp_path)
     del first
 
-    resumed = _job(arith_policy, arith_env, config)
+    resumed = _job(arith_policy, arith_env, config, workers=2)
     assert resumed.restore_checkpoint(tmp_path)
     assert resumed.step == 2
     third = resumed.run_step()
