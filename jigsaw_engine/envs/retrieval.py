@@ -18,6 +18,7 @@ from jigsaw_engine.envs.dataset_error import DatasetError
 from jigsaw_engine.envs.graders import ANSWER_MARK, grade_exact_match
 from jigsaw_engine.envs.jsonl_rows import read_jsonl_rows
 from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode, Turn
+from jigsaw_engine.envs.turns import TurnCounter
 
 DATA_DIR = Path(__file__).parent / "data"
 RETRIEVAL_CORPUS = DATA_DIR / "retrieval_corpus.jsonl"
@@ -135,34 +136,25 @@ def render_hits(hits: Sequence[SearchHit]) -> str:
     return "\n".join(f"[{hit.passage.doc_id}] {hit.passage.text}" for hit in hits)
 
 
-class RetrievalEpisode:
+class RetrievalEpisode(TurnCounter):
     """Searches until the model answers, stops, or runs out of turns."""
 
     def __init__(self, task: EnvTask, retriever: Bm25Retriever, *, k: int, max_turns: int) -> None:
-        self._task = task
+        super().__init__(task, max_turns=max_turns)
         self._retriever = retriever
         self._k = k
-        self._max_turns = max_turns
-        self._turns = 0
-        self._done = False
 
     def respond(self, reply: str) -> Turn:
-        if self._done:
-            raise RuntimeError(f"episode on task {self._task.task_id} is over")
-        self._turns += 1
+        self._next_turn()
         if ANSWER_MARK in reply:
             return self._finish(grade_exact_match(reply, self._task.answer))
         search = _SEARCH.search(reply)
-        if search is None or self._turns >= self._max_turns:
+        if search is None or self._last_turn:
             return self._finish(0.0)
         started = time.perf_counter()
         hits = self._retriever.search(search.group(1).strip(), self._k)
         elapsed = time.perf_counter() - started
         return Turn(done=False, observation=render_hits(hits), role="tool", tool_s=elapsed)
-
-    def _finish(self, reward: float) -> Turn:
-        self._done = True
-        return Turn(done=True, reward=reward)
 
 
 class RetrievalEnv(Environment):

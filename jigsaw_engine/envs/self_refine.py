@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from jigsaw_engine.envs.graders import GraderName, extract_answer, get_grader, parse_number
 from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode, Turn
+from jigsaw_engine.envs.turns import TurnCounter
 
 TRY_AGAIN = "Wrong, try again."
 TOO_HIGH = "Wrong: too high. Try again."
@@ -35,25 +36,18 @@ def compute_refine_reward(turn: int, decay: float) -> float:
     return float(decay ** (turn - 1))
 
 
-class SelfRefineEpisode:
+class SelfRefineEpisode(TurnCounter):
     def __init__(self, task: EnvTask, grader: GraderName, *, max_turns: int, decay: float) -> None:
-        self._task = task
+        super().__init__(task, max_turns=max_turns)
         self._grade = get_grader(grader)
-        self._max_turns = max_turns
         self._decay = decay
-        self._turns = 0
-        self._done = False
 
     def respond(self, reply: str) -> Turn:
-        if self._done:
-            raise RuntimeError(f"episode on task {self._task.task_id} is over")
-        self._turns += 1
+        turn = self._next_turn()
         if self._grade(reply, self._task.answer) > 0:
-            self._done = True
-            return Turn(done=True, reward=compute_refine_reward(self._turns, self._decay))
-        if self._turns >= self._max_turns:
-            self._done = True
-            return Turn(done=True, reward=0.0)
+            return self._finish(compute_refine_reward(turn, self._decay))
+        if self._last_turn:
+            return self._finish(0.0)
         return Turn(done=False, observation=render_feedback(reply, self._task.answer), role="user")
 
 

@@ -10,21 +10,19 @@ from collections.abc import Sequence
 
 from jigsaw_engine.envs.graders import GraderName, get_grader
 from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode, Turn
+from jigsaw_engine.envs.turns import TurnCounter
 
 
-class SingleTurnEpisode:
+class SingleTurnEpisode(TurnCounter):
     """Grades the one reply; a second reply is a bug in the loop."""
 
     def __init__(self, task: EnvTask, grader: GraderName) -> None:
-        self._task = task
+        super().__init__(task, max_turns=1)
         self._grade = get_grader(grader)
-        self._done = False
 
     def respond(self, reply: str) -> Turn:
-        if self._done:
-            raise RuntimeError(f"episode on task {self._task.task_id} is over; it takes one reply")
-        self._done = True
-        return Turn(done=True, reward=self._grade(reply, self._task.answer))
+        self._next_turn()
+        return self._finish(self._grade(reply, self._task.answer))
 
 
 class SingleTurnEnv(Environment):
