@@ -112,6 +112,8 @@ def test_jigsaw_run_compares_policies_on_real_pipelines_and_writes_json(tmp_path
             "threads",
             "--json",
             str(out),
+            "--cache-dir",  # a cold cache: the test must not lean on earlier runs' policies
+            str(tmp_path / "policies"),
         ]
     )
     assert rc == 0
@@ -194,5 +196,6 @@ def test_a_users_jsonl_dataset_trains_and_a_bad_row_is_named_by_file_and_line(tm
     }
     path = tmp_path / "w.yaml"
     path.write_text(yaml.safe_dump(workload))
-    assert main(["run", "--workload", str(path), "--executor", "threads", "--steps", "1"]) == 1
+    argv = ["run", "--workload", str(path), "--executor", "threads", "--steps", "1", "--cache-dir", str(tmp_path / "p")]
+    assert main(argv) == 1
     assert f'{bad}:2: missing field "answer"' in capsys.readouterr().err
