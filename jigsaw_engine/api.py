@@ -72,7 +72,12 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             "tp": p.resources.tp,
             **({"rollout_gpus": p.resources.rollout_gpus} if p.resources.rollout_gpus else {}),
         },
-        "trainer": {"total_steps": p.total_steps, "ppo_epochs": p.ppo_epochs},
+        "trainer": {
+            "total_steps": p.total_steps,
+            "ppo_epochs": p.ppo_epochs,
+            "save_freq": p.save_freq,
+            **({"start_step": p.start_step} if p.start_step else {}),
+        },
         "mode": p.mode.value,
         "staleness": p.staleness,
         "priority": p.priority,

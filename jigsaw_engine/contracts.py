@@ -17,6 +17,8 @@ class PipelineState(StrEnum):
     QUEUED = "queued"
     STARTING = "starting"
     RUNNING = "running"
+    PAUSED = "paused"
+    """Stopped at a step boundary (its checkpoint) on request; ``resume`` continues from there."""
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -28,9 +30,12 @@ class PipelineState(StrEnum):
 
 class EventKind(StrEnum):
     STATUS = "status"
-    """``data``: ``status`` (a :class:`PipelineState`), ``reason``."""
+    """``data``: ``status`` (a :class:`PipelineState`), ``reason``, ``step``, ``total_steps``,
+    and ``device_seconds`` when devices were used since the last step's metrics."""
     METRICS = "metrics"
-    """``data``: ``step`` (1-based), ``total_steps``, ``metrics`` (name -> number)."""
+    """``data``: ``step`` (1-based), ``total_steps``, ``metrics`` (name -> number), among them
+    ``usage/device_seconds``: device time this pipeline used since its previous report, each
+    span weighted by its share of the device, so co-located pipelines split a device exactly."""
     LOG = "log"
     """``data``: ``level``, ``message``."""
 
@@ -84,6 +89,11 @@ class EngineHost(Protocol):
 
     def cancel(self, pipeline_id: str) -> bool:
         """Stop a pipeline; False if the engine does not know it or it already ended."""
+
+    def pause(self, pipeline_id: str) -> bool:
+        """Stop a pipeline at its next step boundary (``paused`` event); False if unknown or ended.
+
+        Submitting a paused pipeline's id again resumes it after its last finished step."""
 
     def events_since(self, cursor: int, limit: int = 1000) -> EventBatch: ...
 

@@ -69,20 +69,38 @@ class ApiToken(models.Model):
         return self.expires_at is None or self.expires_at > now
 
 
+class BudgetAction(models.TextChoices):
+    BLOCK = "block", "block new jobs"
+    PAUSE = "pause", "pause running jobs and block new ones"
+
+
 class Quota(models.Model):
+    """What a tenant may use. GPU counts are per device type (``{"h100": 8}``): a guarantee on
+    one type says nothing about another."""
+
     tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="quota")
-    guaranteed_gpus = models.PositiveIntegerField(default=0)
-    borrow_limit_gpus = models.PositiveIntegerField(default=0)
+    guaranteed_gpus = models.JSONField(
+        default=dict, blank=True, help_text='GPUs always available to this tenant, by device type: {"h100": 8}.'
+    )
+    borrow_limit_gpus = models.PositiveIntegerField(
+        default=8,
+        help_text="GPUs beyond the guarantee this tenant may borrow while others leave them idle "
+        "(a new tenant has no guarantee, so this is all it can use).",
+    )
     max_running_jobs = models.PositiveIntegerField(default=4)
     max_queued_jobs = models.PositiveIntegerField(default=20)
     max_gpus_per_job = models.PositiveIntegerField(default=8)
     monthly_gpu_hours = models.FloatField(default=1000.0)
-    priority_limit = models.FloatField(default=1.0)
+    budget_action = models.CharField(max_length=8, choices=BudgetAction.choices, default=BudgetAction.BLOCK)
+    priority_limit = models.FloatField(default=1.0, help_text="The highest job priority this tenant may ask for.")
     fair_share_weight = models.FloatField(default=1.0)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"quota of {self.tenant}"
+
+    def guaranteed_for(self, device_type: str) -> int:
+        return int((self.guaranteed_gpus or {}).get(device_type, 0))
 
 
 class AuditLog(models.Model):

@@ -101,3 +101,38 @@ def api_token_authenticate(*, raw: str) -> ApiToken | None:
 def api_token_revoke(*, token: ApiToken, actor: Any) -> None:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     audit_record(tenant=token.tenant, actor=actor, action="api_token.revoke", target=token.key_id)
+
+
+QUOTA_FIELDS = (
+    "guaranteed_gpus",
+    "borrow_limit_gpus",
+    "max_running_jobs",
+    "max_queued_jobs",
+    "max_gpus_per_job",
+    "monthly_gpu_hours",
+    "budget_action",
+    "priority_limit",
+    "fair_share_weight",
+)
+
+
+def quota_as_dict(quota: Quota) -> dict[str, Any]:
+    return {name: getattr(quota, name) for name in QUOTA_FIELDS}
+
+
+@transaction.atomic
+def quota_update(*, tenant: Tenant, changes: dict[str, Any], actor: Any) -> Quota:
+    """Apply validated ``changes`` under the quota's row lock (admission holds it while it
+    decides) and audit what changed from what to what."""
+    quota, _ = Quota.objects.select_for_update().get_or_create(tenant=tenant)
+    before = quota_as_dict(quota)
+    for name, value in changes.items():
+        if name not in QUOTA_FIELDS:
+            raise ValueError(f"{name}: not a quota field; one of {', '.join(QUOTA_FIELDS)}")
+        setattr(quota, name, value)
+    quota.save()
+    after = quota_as_dict(quota)
+    changed = {k: {"from": before[k], "to": after[k]} for k in QUOTA_FIELDS if before[k] != after[k]}
+    if changed:
+        audit_record(tenant=tenant, actor=actor, action="quota.update", target=tenant.slug, data=changed)
+    return quota

@@ -101,7 +101,11 @@ class TenantActor:
 
 def _make_actor(slug: str, scopes: tuple[str, ...] = ("jobs:read", "jobs:write")) -> TenantActor:
     user = get_user_model().objects.create_user(username=f"{slug}-owner", password="pw-" + slug * 3)
-    tenant = tenant_create(slug=slug, name=slug.title(), quota={"max_gpus_per_job": 8, "max_queued_jobs": 5})
+    tenant = tenant_create(
+        slug=slug,
+        name=slug.title(),
+        quota={"max_gpus_per_job": 8, "max_queued_jobs": 5, "guaranteed_gpus": {"h100": 4}, "borrow_limit_gpus": 4},
+    )
     membership_add(tenant=tenant, user=user, role=Role.OWNER)
     _, raw = api_token_create(tenant=tenant, user=user, name="ci", scopes=scopes)
     return TenantActor(tenant, user, raw)

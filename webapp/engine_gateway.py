@@ -23,9 +23,11 @@ __all__ = [
     "PipelineState",
     "SpecProblem",
     "cancel_pipeline",
+    "cluster_capacity",
     "describe_engine",
     "engine_host",
     "list_presets",
+    "pause_pipeline",
     "pull_events",
     "reset_engine_host",
     "resolve_spec",
@@ -68,6 +70,12 @@ def reset_engine_host() -> None:
         _host = None
 
 
+def cluster_capacity() -> tuple[str, int]:
+    """(device type, number of devices) of the cluster the engine schedules."""
+    cluster = _config().cluster
+    return cluster.device_type, cluster.num_devices
+
+
 def validate_spec(spec: Any) -> list[SpecProblem]:
     cluster = _config().cluster
     return [SpecProblem(e.field, e.message) for e in engine_api.validate_spec(spec, cluster)]
@@ -87,6 +95,11 @@ def submit_pipeline(*, job_id: str, spec: Mapping[str, Any]) -> None:
 
 def cancel_pipeline(*, job_id: str) -> bool:
     return engine_host().cancel(job_id)
+
+
+def pause_pipeline(*, job_id: str) -> bool:
+    """Ask the engine to stop the job at its next step boundary; False if it does not know it."""
+    return engine_host().pause(job_id)
 
 
 def pull_events(*, cursor: int, limit: int = 500) -> tuple[str, list[EngineEvent], int]:

@@ -111,6 +111,7 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "jigsaw")
 CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_BEAT_SCHEDULE = {
     "pump-engine-events": {"task": "jobs.pump_engine_events", "schedule": 1.0},
+    "admission-tick": {"task": "jobs.admission_tick", "schedule": 2.0},
 }
 
 # -- engine ---------------------------------------------------------------------------------

@@ -79,6 +79,9 @@ class _Run:
     """Per finished step, the worst relative error of the durations predicted for it (roll-forward
     schedulers only)."""
     tokens: int = 0
+    unbilled_device_s: float = 0.0
+    """Device-seconds (weighted by share) used since the last event that reported usage."""
+    pause_requested: bool = False
     started_s: float | None = None
     ended_s: float | None = None
 
@@ -129,7 +132,7 @@ class ClusterController:
         problems = check_fits_cluster(parsed, self.cluster)
         if problems:
             raise SpecError(problems)
-        self._runs[pipeline_id] = _Run(parsed)
+        self._runs[pipeline_id] = _Run(parsed, steps_done=parsed.start_step)
         self._queued.append(pipeline_id)
         self._status(pipeline_id, PipelineState.QUEUED, "waiting for devices")
         if schedule:
@@ -145,6 +148,34 @@ class ClusterController:
             self._queued.remove(pipeline_id)
         self._abort(pipeline_id)
         self._end(pipeline_id, run, PipelineState.CANCELLED, "cancelled by request")
+        self._schedule()
+        return True
+
+    def pause(self, pipeline_id: str) -> bool:
+        """Stop at the next step boundary: the last finished step is the checkpoint, and work of
+        later steps already under way is dropped (it is redone on resume)."""
+        run = self._runs.get(pipeline_id)
+        if run is None:
+            raise UnknownPipelineError(pipeline_id)
+        if run.state.is_terminal or run.state is PipelineState.PAUSED:
+            return False
+        if pipeline_id in self._queued:
+            self._queued.remove(pipeline_id)
+            self._pause_now(pipeline_id, run)
+        else:
+            run.pause_requested = True
+        return True
+
+    def resume(self, pipeline_id: str) -> bool:
+        """Queue a paused pipeline again; it continues after its last finished step."""
+        run = self._runs.get(pipeline_id)
+        if run is None:
+            raise UnknownPipelineError(pipeline_id)
+        if run.state is not PipelineState.PAUSED:
+            return False
+        run.pause_requested = False
+        self._queued.append(pipeline_id)
+        self._status(pipeline_id, PipelineState.QUEUED, f"resuming after step {run.steps_done}")
         self._schedule()
         return True
 
@@ -232,7 +263,11 @@ class ClusterController:
 
     def _open_steps(self, pipeline_id: str, run: _Run) -> None:
         """Build graphs for the steps allowed to exist: up to ``lag`` ahead of the oldest open."""
-        while len(run.graphs) <= run.lag and run.steps_done + len(run.graphs) < run.spec.total_steps:
+        while (
+            not run.pause_requested
+            and len(run.graphs) <= run.lag
+            and run.steps_done + len(run.graphs) < run.spec.total_steps
+        ):
             step = run.steps_done + len(run.graphs)
             try:
                 plans = self._plans(run.spec, step)
@@ -344,6 +379,7 @@ class ClusterController:
         run = self._runs[task.pipeline_id]
         if run.state.is_terminal:
             return
+        run.unbilled_device_s += len(task.devices) * (finished.end_s - finished.start_s) * span.share
         run.done.add((node.step, node.node_id))
         graph = run.graphs[node.step]
         for succ in graph.successors(node.node_id):
@@ -369,6 +405,8 @@ class ClusterController:
         run.steps_done += 1
         run.step_latencies_s.append(metrics["timing_s/step"])
         run.tokens += int(metrics["perf/total_num_tokens"])
+        metrics["usage/device_seconds"] = run.unbilled_device_s
+        run.unbilled_device_s = 0.0
         self.events.append(
             pipeline_id,
             EventKind.METRICS,
@@ -377,6 +415,17 @@ class ClusterController:
         )
         if run.steps_done >= run.spec.total_steps:
             self._end(pipeline_id, run, PipelineState.SUCCEEDED, f"completed {run.steps_done} steps")
+        elif run.pause_requested:
+            self._abort(pipeline_id)
+            self._pause_now(pipeline_id, run)
+
+    def _pause_now(self, pipeline_id: str, run: _Run) -> None:
+        for open_state in (run.graphs, run.plans, run.step_specs, run.step_spans):
+            open_state.clear()
+        for node_set in (run.done, run.started, run.frontier):
+            node_set.clear()
+        self.scheduler.release(pipeline_id)
+        self._status(pipeline_id, PipelineState.PAUSED, f"paused after step {run.steps_done} (its checkpoint)")
 
     def _abort(self, pipeline_id: str) -> None:
         for task in self.runtime.abort(pipeline_id):
@@ -395,5 +444,13 @@ class ClusterController:
         run = self._runs[pipeline_id]
         run.state = state
         logger.info("pipeline %s -> %s (%s)", pipeline_id, state.value, reason)
-        data = {"status": state.value, "reason": reason, "step": run.steps_done, "total_steps": run.spec.total_steps}
+        data: dict[str, Any] = {
+            "status": state.value,
+            "reason": reason,
+            "step": run.steps_done,
+            "total_steps": run.spec.total_steps,
+        }
+        if run.unbilled_device_s > 0:
+            data["device_seconds"] = run.unbilled_device_s
+            run.unbilled_device_s = 0.0
         self.events.append(pipeline_id, EventKind.STATUS, self.runtime.now_s, data)

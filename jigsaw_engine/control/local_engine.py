@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from jigsaw_engine.contracts import EventBatch
+from jigsaw_engine.contracts import EventBatch, PipelineState
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
@@ -57,7 +57,13 @@ class LocalEngine:
     def submit(self, pipeline_id: str, spec: Mapping[str, Any]) -> None:
         with self._lock:
             if self._controller.knows(pipeline_id):
-                return  # idempotent: a retried dispatch must not start the pipeline twice
+                # Idempotent: a retried dispatch must not start the pipeline twice; a paused
+                # one continues from its checkpoint.
+                if self._controller.state_of(pipeline_id) is PipelineState.PAUSED:
+                    self._advance()
+                    self._controller.resume(pipeline_id)
+                    self._wake.set()
+                return
             self._advance()
             self._controller.submit(pipeline_id, spec)
         self._wake.set()
@@ -70,6 +76,15 @@ class LocalEngine:
             cancelled = self._controller.cancel(pipeline_id)
         self._wake.set()
         return cancelled
+
+    def pause(self, pipeline_id: str) -> bool:
+        with self._lock:
+            if not self._controller.knows(pipeline_id):
+                return False
+            self._advance()
+            paused = self._controller.pause(pipeline_id)
+        self._wake.set()
+        return paused
 
     def events_since(self, cursor: int, limit: int = 1000) -> EventBatch:
         with self._lock:

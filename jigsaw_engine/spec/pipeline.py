@@ -84,6 +84,10 @@ class PipelineSpec:
     workload either way."""
     grader: str = "numeric"
     """How ``train_files`` answers are graded: ``numeric`` or ``exact_match``."""
+    save_freq: int = 5
+    """Checkpoint every this many steps (verl's ``trainer.save_freq``)."""
+    start_step: int = 0
+    """Steps already trained: a clone of a checkpoint starts after them."""
 
     @property
     def sequences_per_step(self) -> int:
@@ -127,6 +131,10 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
     trainer = r.section("trainer")
     total_steps = trainer.integer("total_steps", 20, minimum=1, maximum=1_000_000)
     ppo_epochs = trainer.integer("ppo_epochs", 1, minimum=1, maximum=16)
+    save_freq = trainer.integer("save_freq", 5, minimum=1, maximum=1_000_000)
+    start_step = trainer.integer("start_step", 0, minimum=0, maximum=1_000_000)
+    if start_step >= total_steps:
+        trainer.error("start_step", f"must be < total_steps ({total_steps}), got {start_step}")
     trainer.finish()
     mode = SyncMode(r.choice("mode", "sync", [m.value for m in SyncMode]))
     staleness = r.integer("staleness", 0 if mode is SyncMode.SYNC else 1, minimum=0, maximum=16)
@@ -153,6 +161,8 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
         seed=seed,
         train_files=train_files,
         grader=grader,
+        save_freq=save_freq,
+        start_step=start_step,
     )
 
 

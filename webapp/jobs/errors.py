@@ -25,6 +25,11 @@ class QuotaExceeded(ServiceError):
     http_status = 422
 
 
+class BudgetExhausted(ServiceError):
+    code = "budget_exhausted"
+    http_status = 422
+
+
 class InvalidTransition(ServiceError):
     code = "invalid_state"
     http_status = 409

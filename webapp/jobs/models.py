@@ -28,11 +28,11 @@ TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.
 
 # Allowed transitions; terminal states have none (they are absorbing).
 TRANSITIONS: dict[str, frozenset[str]] = {
-    JobStatus.QUEUED: frozenset({"starting", "running", "cancelling", "cancelled", "failed"}),
-    JobStatus.STARTING: frozenset({"queued", "running", "cancelling", "cancelled", "failed", "succeeded"}),
+    JobStatus.QUEUED: frozenset({"starting", "running", "pausing", "paused", "cancelling", "cancelled", "failed"}),
+    JobStatus.STARTING: frozenset({"queued", "running", "pausing", "cancelling", "cancelled", "failed", "succeeded"}),
     JobStatus.RUNNING: frozenset({"recovering", "pausing", "cancelling", "cancelled", "failed", "succeeded"}),
-    JobStatus.RECOVERING: frozenset({"running", "cancelling", "cancelled", "failed"}),
-    JobStatus.PAUSING: frozenset({"paused", "cancelling", "cancelled", "failed"}),
+    JobStatus.RECOVERING: frozenset({"running", "pausing", "cancelling", "cancelled", "failed"}),
+    JobStatus.PAUSING: frozenset({"paused", "cancelling", "cancelled", "failed", "succeeded"}),
     JobStatus.PAUSED: frozenset({"queued", "cancelling", "cancelled"}),
     JobStatus.CANCELLING: frozenset({"cancelled", "failed", "succeeded"}),
     JobStatus.SUCCEEDED: frozenset(),
@@ -62,6 +62,17 @@ class Job(models.Model):
     spec = models.JSONField(help_text="The spec as the user submitted it.")
     resolved_spec = models.JSONField(help_text="The spec with every default filled in.")
     num_gpus = models.PositiveIntegerField()
+    device_type = models.CharField(max_length=32, default="", blank=True)
+    priority = models.FloatField(default=1.0, help_text="Higher is admitted first (capped by the tenant's quota).")
+    tags = models.JSONField(default=list, blank=True)
+    admitted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When admission gave it capacity; cleared when it pauses."
+    )
+    attempt = models.PositiveIntegerField(default=0, help_text="How many times it was handed to the engine.")
+    borrowed = models.BooleanField(default=False, help_text="Admitted on capacity beyond its tenant's guarantee.")
+    gpu_seconds = models.FloatField(default=0.0, help_text="Sum of its usage ledger rows.")
+    cloned_from = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="clones")
+    start_step = models.PositiveIntegerField(default=0, help_text="Steps already done when it started (clones).")
     total_steps = models.PositiveIntegerField()
     current_step = models.PositiveIntegerField(default=0)
     last_event_seq = models.PositiveIntegerField(default=0)
@@ -79,6 +90,41 @@ class Job(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+
+class UsageRecord(models.Model):
+    """The usage ledger: GPU-seconds a job used on one device type, as the engine measured
+    it (co-located pipelines split a device by their shares). Append-only."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="usage")
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="usage")
+    device_type = models.CharField(max_length=32)
+    gpu_seconds = models.FloatField()
+    step = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["tenant", "created_at"])]
+
+
+class TenantShare(models.Model):
+    """Fair-share state of a tenant: GPU-seconds decayed with a half-life, so old usage fades."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="share")
+    decayed_gpu_seconds = models.FloatField(default=0.0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+
+class JobCheckpoint(models.Model):
+    """A step a job can be resumed or cloned from."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="checkpoints")
+    step = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["job", "step"]
+        constraints = [models.UniqueConstraint(fields=["job", "step"], name="job_checkpoint_step_unique")]
 
 
 class EventKind(models.TextChoices):

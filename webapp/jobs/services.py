@@ -12,18 +12,20 @@ from django.utils import timezone
 
 from tenants.models import Quota, Tenant
 from webapp import engine_gateway
-from webapp.jobs.errors import QuotaExceeded, SpecInvalid
+from webapp.jobs.errors import BudgetExhausted, InvalidTransition, QuotaExceeded, SpecInvalid
 from webapp.jobs.models import (
     TERMINAL_STATUSES,
     TRANSITIONS,
     EngineCursor,
     EventKind,
     Job,
+    JobCheckpoint,
     JobEvent,
     JobMetrics,
     JobStatus,
 )
 from webapp.jobs.realtime import publish_job_event_on_commit
+from webapp.jobs.usage import month_gpu_hours, usage_record
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +44,10 @@ def _append_event(job: Job, kind: str, data: dict[str, Any]) -> JobEvent:
 
 
 # -- submit -----------------------------------------------------------------------------------
-def _check_quota_caps(*, tenant: Tenant, num_gpus: int) -> None:
-    quota = Quota.objects.filter(tenant=tenant).first()
+def _check_submit_caps(*, tenant: Tenant, num_gpus: int, priority: float) -> None:
+    """Hard caps, checked at submit under the quota's row lock (concurrent submits queue up
+    here, so none can overshoot ``max_queued_jobs``)."""
+    quota = Quota.objects.select_for_update().filter(tenant=tenant).first()
     if quota is None:
         return
     if num_gpus > quota.max_gpus_per_job:
@@ -56,6 +60,17 @@ def _check_quota_caps(*, tenant: Tenant, num_gpus: int) -> None:
                 }
             ],
         )
+    if priority > quota.priority_limit:
+        raise QuotaExceeded(
+            f"priority {priority:g} is above your tenant's limit of {quota.priority_limit:g}",
+            [{"field": "spec.priority", "message": f"must be <= {quota.priority_limit:g} (quota priority_limit)"}],
+        )
+    spent = month_gpu_hours(tenant_ids=[tenant.pk]).get(tenant.pk, 0.0)
+    if spent >= quota.monthly_gpu_hours:
+        raise BudgetExhausted(
+            f"your tenant has used {spent:.1f} of its {quota.monthly_gpu_hours:g} GPU-hours this month; "
+            "ask an admin to raise monthly_gpu_hours or wait for the next month"
+        )
     waiting = Job.objects.filter(tenant=tenant, status=JobStatus.QUEUED).count()
     if waiting >= quota.max_queued_jobs:
         raise QuotaExceeded(
@@ -64,34 +79,162 @@ def _check_quota_caps(*, tenant: Tenant, num_gpus: int) -> None:
         )
 
 
-def job_submit(*, tenant: Tenant, user: Any, name: str, spec: Mapping[str, Any]) -> Job:
-    """Validate, store as ``queued`` and hand to a worker once the row is committed."""
+def _validated(spec: Mapping[str, Any], field_prefix: str = "spec") -> dict[str, Any]:
     problems = engine_gateway.validate_spec(spec)
     if problems:
         raise SpecInvalid(
             "the job spec is invalid",
-            [{"field": f"spec.{p.field}", "message": p.message} for p in problems],
+            [{"field": f"{field_prefix}.{p.field}", "message": p.message} for p in problems],
         )
-    resolved = engine_gateway.resolve_spec(spec)
-    num_gpus = int(resolved["resources"]["num_gpus"])
-    with transaction.atomic():
-        _check_quota_caps(tenant=tenant, num_gpus=num_gpus)
-        job = Job.objects.create(
-            tenant=tenant,
-            created_by=user if getattr(user, "pk", None) else None,
-            name=name or resolved["name"],
-            spec=dict(spec),
-            resolved_spec=resolved,
-            num_gpus=num_gpus,
-            total_steps=int(resolved["trainer"]["total_steps"]),
-            status_reason="waiting for dispatch",
-        )
-        _append_event(job, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": job.status_reason})
-        from webapp.jobs.tasks import dispatch_job
+    return engine_gateway.resolve_spec(spec)
 
-        job_id = str(job.pk)
-        transaction.on_commit(lambda: dispatch_job.delay(job_id))
+
+def _create_job(
+    *, tenant: Tenant, user: Any, name: str, spec: Mapping[str, Any], resolved: dict[str, Any], **extra: Any
+) -> Job:
+    num_gpus = int(resolved["resources"]["num_gpus"])
+    priority = float(resolved["priority"])
+    device_type, _ = engine_gateway.cluster_capacity()
+    _check_submit_caps(tenant=tenant, num_gpus=num_gpus, priority=priority)
+    job = Job.objects.create(
+        tenant=tenant,
+        created_by=user if getattr(user, "pk", None) else None,
+        name=name or resolved["name"],
+        spec=dict(spec),
+        resolved_spec=resolved,
+        num_gpus=num_gpus,
+        device_type=device_type,
+        priority=priority,
+        total_steps=int(resolved["trainer"]["total_steps"]),
+        status_reason="waiting for admission",
+        **extra,
+    )
+    _append_event(job, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": job.status_reason})
+    _admit_soon()
     return job
+
+
+def _admit_soon() -> None:
+    from webapp.jobs.tasks import admission_tick
+
+    transaction.on_commit(lambda: admission_tick.delay())
+
+
+def engine_spec(job: Job) -> dict[str, Any]:
+    """The spec the engine gets: the stored one, started after the job's latest checkpoint."""
+    latest = JobCheckpoint.objects.filter(job=job).order_by("-step").values_list("step", flat=True).first()
+    start = max(job.start_step, latest or 0)
+    spec = dict(job.spec)
+    if start and start < job.total_steps:
+        spec["trainer"] = {**dict(spec.get("trainer") or {}), "start_step": start}
+    return spec
+
+
+def job_submit(*, tenant: Tenant, user: Any, name: str, spec: Mapping[str, Any]) -> Job:
+    """Validate, store as ``queued``; the admission pass (right after commit) gives it capacity."""
+    resolved = _validated(spec)
+    with transaction.atomic():
+        return _create_job(tenant=tenant, user=user, name=name, spec=spec, resolved=resolved)
+
+
+def _merged(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def job_clone(*, job: Job, user: Any, checkpoint_step: int | None, overrides: Mapping[str, Any], name: str = "") -> Job:
+    """A new job from ``job``'s spec with ``overrides``, starting after a checkpoint of it."""
+    checkpoints = list(JobCheckpoint.objects.filter(job=job).values_list("step", flat=True))
+    if checkpoint_step is None:
+        checkpoint_step = max(checkpoints, default=0)
+    elif checkpoint_step != 0 and checkpoint_step not in checkpoints:
+        raise SpecInvalid(
+            f"job {job.name} has no checkpoint at step {checkpoint_step}",
+            [
+                {
+                    "field": "checkpoint_step",
+                    "message": f"must be one of {sorted(checkpoints) or 'none yet'} (or 0: from scratch)",
+                }
+            ],
+        )
+    spec = _merged(job.spec, overrides)
+    trainer = dict(spec.get("trainer") or {})
+    trainer.pop("start_step", None)
+    if checkpoint_step:
+        trainer["start_step"] = checkpoint_step
+    spec["trainer"] = trainer
+    resolved = _validated(spec, field_prefix="overrides")
+    with transaction.atomic():
+        clone = _create_job(
+            tenant=job.tenant,
+            user=user,
+            name=name or f"{job.name} (clone)",
+            spec=spec,
+            resolved=resolved,
+            cloned_from=job,
+            start_step=checkpoint_step,
+            current_step=checkpoint_step,
+            tags=list(job.tags),
+        )
+    return clone
+
+
+def job_patch(*, job: Job, changes: Mapping[str, Any]) -> Job:
+    """Rename, retag or reprioritise (within the tenant's ``priority_limit``)."""
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        fields = []
+        if "priority" in changes:
+            quota = Quota.objects.filter(tenant_id=locked.tenant_id).first()
+            limit = quota.priority_limit if quota else 1.0
+            if changes["priority"] > limit:
+                raise QuotaExceeded(
+                    f"priority {changes['priority']:g} is above your tenant's limit of {limit:g}",
+                    [{"field": "priority", "message": f"must be <= {limit:g} (quota priority_limit)"}],
+                )
+        for name in ("name", "tags", "priority"):
+            if name in changes:
+                setattr(locked, name, changes[name])
+                fields.append(name)
+        if fields:
+            locked.save(update_fields=fields)
+            _append_event(locked, EventKind.LOG, {"level": "info", "message": f"changed {', '.join(fields)}"})
+            if "priority" in fields and locked.status == JobStatus.QUEUED:
+                _admit_soon()
+    return locked
+
+
+# -- admission ---------------------------------------------------------------------------------
+def job_set_queue_reason(*, job: Job, code: str, detail: str) -> None:
+    """Record why a queued job waits; an event only when the reason's code changes (the
+    detail, such as free GPUs, changes every pass)."""
+    reason = f"{code}: {detail}"
+    if job.status_reason == reason:
+        return
+    previous_code = job.status_reason.split(":", 1)[0]
+    job.status_reason = reason
+    job.save(update_fields=["status_reason"])
+    if previous_code != code:
+        _append_event(job, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": reason})
+
+
+def job_admit(*, job: Job, borrowed: bool) -> None:
+    """Give a queued job its capacity and hand it to the engine once this commits."""
+    from webapp.jobs.tasks import dispatch_job
+
+    job.admitted_at = timezone.now()
+    job.borrowed = borrowed
+    job.attempt += 1
+    job.status_reason = "admitted" + (" on borrowed capacity" if borrowed else "") + "; starting on the engine"
+    job.save(update_fields=["admitted_at", "borrowed", "attempt", "status_reason"])
+    _append_event(job, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": job.status_reason})
+    job_id = str(job.pk)
+    transaction.on_commit(lambda: dispatch_job.delay(job_id))
 
 
 # -- transitions ------------------------------------------------------------------------------
@@ -122,6 +265,10 @@ def job_transition(
         if to in TERMINAL_STATUSES:
             job.finished_at = now
             fields.append("finished_at")
+        if to in (JobStatus.PAUSED, *TERMINAL_STATUSES) and job.admitted_at is not None:
+            job.admitted_at = None  # its capacity goes back to admission
+            fields.append("admitted_at")
+            _admit_soon()
         if failure_class:
             job.failure_class = failure_class
             fields.append("failure_class")
@@ -135,7 +282,6 @@ def job_transition(
 
 def job_cancel(*, job: Job) -> Job:
     """Ask for a cancel: ``cancelling`` now, ``cancelled`` once the engine has stopped it."""
-    from webapp.jobs.errors import InvalidTransition
     from webapp.jobs.tasks import cancel_job
 
     if job.is_terminal:
@@ -148,11 +294,45 @@ def job_cancel(*, job: Job) -> Job:
     return job
 
 
+def job_pause(*, job: Job, reason: str = "pause requested", quiet: bool = False) -> bool:
+    """Ask the job to stop at its next checkpoint; a job not yet admitted pauses at once.
+    Returns whether anything changed; raises ``InvalidTransition`` (unless ``quiet``) when a
+    pause makes no sense in its state."""
+    from webapp.jobs.tasks import pause_job
+
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        if locked.status == JobStatus.QUEUED and locked.admitted_at is None:
+            return job_transition(job_id=job.pk, to=JobStatus.PAUSED, reason=reason)
+        if JobStatus.PAUSING not in TRANSITIONS[locked.status]:
+            if quiet:
+                return False
+            raise InvalidTransition(f"a {locked.status} job cannot be paused")
+        job_transition(job_id=job.pk, to=JobStatus.PAUSING, reason=reason)
+        job_id = str(job.pk)
+        transaction.on_commit(lambda: pause_job.delay(job_id))
+        return True
+
+
+def job_resume(*, job: Job) -> Job:
+    """Queue a paused job again; admission gives it capacity and the engine continues it
+    after its last checkpoint."""
+    if job.status != JobStatus.PAUSED:
+        raise InvalidTransition(f"only a paused job can be resumed; this one is {job.status}")
+    with transaction.atomic():
+        if not job_transition(job_id=job.pk, to=JobStatus.QUEUED, reason="waiting for admission (resumed)"):
+            raise InvalidTransition("the job changed state; reload it")
+        _admit_soon()
+    job.refresh_from_db()
+    return job
+
+
 # -- engine events ----------------------------------------------------------------------------
 _ENGINE_TO_JOB = {
     "queued": JobStatus.QUEUED,
     "starting": JobStatus.STARTING,
     "running": JobStatus.RUNNING,
+    "paused": JobStatus.PAUSED,
     "succeeded": JobStatus.SUCCEEDED,
     "failed": JobStatus.FAILED,
     "cancelled": JobStatus.CANCELLED,
@@ -166,7 +346,12 @@ def _apply_engine_event(event: engine_gateway.EngineEvent) -> None:
         if to == JobStatus.QUEUED:
             reason = f"capacity: {reason}"
         failure_class = "system" if to == JobStatus.FAILED else ""
+        device_s = float(event.data.get("device_seconds", 0.0))
+        if device_s > 0:
+            _bill(event.pipeline_id, device_s, step=None)
         job_transition(job_id=event.pipeline_id, to=to, reason=reason, failure_class=failure_class, allow_same=True)
+        if to == JobStatus.PAUSED:
+            _checkpoint(event.pipeline_id, int(event.data.get("step", 0)))
     elif event.kind is engine_gateway.EventKind.METRICS:
         _store_metrics(event.pipeline_id, int(event.data["step"]), dict(event.data["metrics"]))
     elif event.kind is engine_gateway.EventKind.LOG:
@@ -187,7 +372,22 @@ def _store_metrics(job_id: str, step: int, values: dict[str, float]) -> None:
     if step > job.current_step:
         job.current_step = step
         job.save(update_fields=["current_step"])
+    usage_record(job=job, gpu_seconds=float(values.get("usage/device_seconds", 0.0)), step=step)
+    save_freq = int(job.resolved_spec.get("trainer", {}).get("save_freq", 0) or 0)
+    if step == job.total_steps or (save_freq and step % save_freq == 0):
+        _checkpoint(job_id, step)
     _append_event(job, EventKind.METRICS, {"step": step, "total_steps": job.total_steps, "metrics": values})
+
+
+def _bill(job_id: str, gpu_seconds: float, step: int | None) -> None:
+    job = Job.objects.select_for_update().filter(pk=job_id).first()
+    if job is not None:
+        usage_record(job=job, gpu_seconds=gpu_seconds, step=step)
+
+
+def _checkpoint(job_id: str, step: int) -> None:
+    if step > 0:
+        JobCheckpoint.objects.get_or_create(job_id=job_id, step=step)
 
 
 def engine_events_ingest(*, engine_id: str, events: Iterable[engine_gateway.EngineEvent], next_cursor: int) -> int:

@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 
 from webapp import engine_gateway
-from webapp.jobs import services
+from webapp.jobs import admission, services
 from webapp.jobs.models import Job, JobStatus
 
 logger = logging.getLogger(__name__)
@@ -22,12 +22,13 @@ logger = logging.getLogger(__name__)
     max_retries=8,
 )
 def dispatch_job(self, job_id: str) -> str:  # type: ignore[no-untyped-def]
-    """Hand a queued job to the engine. Safe to run twice: the engine ignores a known id."""
+    """Hand an admitted job to the engine. Safe to run twice: the engine ignores a known id
+    (and resumes a paused one), and a job that is no longer admitted and queued is skipped."""
     job = Job.objects.filter(pk=job_id).first()
-    if job is None or job.status != JobStatus.QUEUED:
+    if job is None or job.status != JobStatus.QUEUED or job.admitted_at is None:
         return "skipped"
     try:
-        engine_gateway.submit_pipeline(job_id=job_id, spec=job.spec)
+        engine_gateway.submit_pipeline(job_id=job_id, spec=services.engine_spec(job))
     except (ConnectionError, TimeoutError):
         raise
     except Exception as exc:
@@ -36,7 +37,6 @@ def dispatch_job(self, job_id: str) -> str:  # type: ignore[no-untyped-def]
         logger.warning("dispatch of job %s failed: %s", job_id, exc, exc_info=failure == "system")
         services.job_transition(job_id=job_id, to=JobStatus.FAILED, reason=f"{failure}: {exc}", failure_class=failure)
         return "failed"
-    services.job_transition(job_id=job_id, to=JobStatus.QUEUED, reason="accepted by the engine", allow_same=True)
     pump_engine_events.delay()
     return "dispatched"
 
@@ -50,6 +50,28 @@ def cancel_job(job_id: str) -> str:
         services.job_transition(job_id=job_id, to=JobStatus.CANCELLED, reason="cancelled before it started")
         return "cancelled"
     return "cancelling"
+
+
+@shared_task(name="jobs.pause_job", acks_late=True)
+def pause_job(job_id: str) -> str:
+    known = engine_gateway.pause_pipeline(job_id=job_id)
+    services.engine_events_pump()
+    if not known:
+        # Admitted but not yet on the engine (dispatch skips a pausing job): nothing runs.
+        services.job_transition(job_id=job_id, to=JobStatus.PAUSED, reason="paused before it started")
+        return "paused"
+    return "pausing"
+
+
+@shared_task(name="jobs.admission_tick", acks_late=True, ignore_result=True)
+def admission_tick() -> int:
+    """One admission pass (beat runs it every few seconds; submits and job ends trigger one).
+    Only the holder of the advisory lock admits; a concurrent pass returns at once."""
+    try:
+        return len(admission.admission_tick().admitted)
+    except Exception:
+        logger.exception("admission pass failed; the next one retries")
+        return 0
 
 
 @shared_task(name="jobs.pump_engine_events", acks_late=True, ignore_result=True)

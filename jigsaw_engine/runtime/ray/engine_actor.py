@@ -36,6 +36,9 @@ class EngineActor:
     def cancel(self, pipeline_id: str) -> bool:
         return self._engine.cancel(pipeline_id)
 
+    def pause(self, pipeline_id: str) -> bool:
+        return self._engine.pause(pipeline_id)
+
     def events_since(self, cursor: int, limit: int) -> dict[str, Any]:
         batch = self._engine.events_since(cursor, limit)
         return {
@@ -91,6 +94,9 @@ class RayEngineClient:
 
     def cancel(self, pipeline_id: str) -> bool:
         return bool(self._get(self._actor.cancel.remote(pipeline_id)))
+
+    def pause(self, pipeline_id: str) -> bool:
+        return bool(self._get(self._actor.pause.remote(pipeline_id)))
 
     def events_since(self, cursor: int, limit: int = 1000) -> EventBatch:
         raw = self._get(self._actor.events_since.remote(cursor, limit))

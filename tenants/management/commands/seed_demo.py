@@ -21,12 +21,12 @@ TENANTS = {
     "acme": {
         "name": "Acme Research",
         "owner": "alice",
-        "quota": {"guaranteed_gpus": 4, "borrow_limit_gpus": 2, "max_running_jobs": 3, "max_gpus_per_job": 4},
+        "quota": {"guaranteed_gpus": {"h100": 4}, "borrow_limit_gpus": 2, "max_running_jobs": 3, "max_gpus_per_job": 4},
     },
     "globex": {
         "name": "Globex Labs",
         "owner": "bob",
-        "quota": {"guaranteed_gpus": 4, "borrow_limit_gpus": 2, "max_running_jobs": 3, "max_gpus_per_job": 4},
+        "quota": {"guaranteed_gpus": {"h100": 4}, "borrow_limit_gpus": 2, "max_running_jobs": 3, "max_gpus_per_job": 4},
     },
 }
 

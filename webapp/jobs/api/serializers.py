@@ -21,6 +21,44 @@ class JobCreateInput(serializers.Serializer):
         return value
 
 
+class JobPatchInput(serializers.Serializer):
+    name = serializers.CharField(max_length=120, required=False)
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=40), max_length=20, required=False, help_text="Up to 20 labels."
+    )
+    priority = serializers.FloatField(min_value=0.01, max_value=100.0, required=False)
+
+
+class JobCloneInput(serializers.Serializer):
+    name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
+    checkpoint_step = serializers.IntegerField(
+        min_value=0, required=False, help_text="Start after this checkpoint (default: the latest; 0: from scratch)."
+    )
+    overrides = serializers.JSONField(required=False, default=dict, help_text="Merged into the source job's spec.")
+
+    def validate_overrides(self, value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("must be a JSON object")
+        return value
+
+
+class CheckpointOutput(serializers.Serializer):
+    step = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class LogLineOutput(serializers.Serializer):
+    seq = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    level = serializers.CharField()
+    message = serializers.CharField()
+
+
+class LogsOutput(serializers.Serializer):
+    results = LogLineOutput(many=True)
+    next_after = serializers.IntegerField(allow_null=True)
+
+
 class ProgressOutput(serializers.Serializer):
     step = serializers.IntegerField()
     total_steps = serializers.IntegerField()
@@ -43,6 +81,13 @@ class JobOutput(serializers.ModelSerializer):
             "queue_position",
             "progress",
             "num_gpus",
+            "device_type",
+            "priority",
+            "tags",
+            "attempt",
+            "borrowed",
+            "gpu_seconds",
+            "cloned_from",
             "last_event_seq",
             "spec",
             "resolved_spec",

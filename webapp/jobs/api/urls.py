@@ -1,6 +1,8 @@
-from django.urls import path
+from django.urls import path, re_path
 from rest_framework.routers import SimpleRouter
 
+from webapp.jobs.api import account_views, admin_views
+from webapp.jobs.api.streams import JobEventStreamView
 from webapp.jobs.api.views import JobViewSet, MeView, PresetsView
 
 router = SimpleRouter()
@@ -10,5 +12,15 @@ router.register("jobs", JobViewSet, basename="job")
 urlpatterns = [
     path("me", MeView.as_view(), name="me"),
     path("presets", PresetsView.as_view(), name="presets"),
+    path("quota", account_views.QuotaView.as_view(), name="quota"),
+    path("usage", account_views.UsageView.as_view(), name="usage"),
+    path("api-keys", account_views.ApiKeyListView.as_view(), name="api-keys"),
+    path("api-keys/<str:key_id>", account_views.ApiKeyDetailView.as_view(), name="api-key"),
+    path("admin/tenants", admin_views.AdminTenantsView.as_view(), name="admin-tenants"),
+    path("admin/tenants/<slug:slug>/quota", admin_views.AdminQuotaView.as_view(), name="admin-quota"),
+    path("admin/queue", admin_views.AdminQueueView.as_view(), name="admin-queue"),
+    path("admin/cluster", admin_views.AdminClusterView.as_view(), name="admin-cluster"),
+    path("admin/audit", admin_views.AdminAuditView.as_view(), name="admin-audit"),
+    re_path(r"^jobs/(?P<pk>[0-9a-fA-F-]{32,36})/events/stream/?$", JobEventStreamView.as_view(), name="job-stream"),
     *router.urls,
 ]

@@ -12,6 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,10 +21,15 @@ from tenants.selectors import tenants_for_user
 from webapp import engine_gateway
 from webapp.api_errors import error_body
 from webapp.jobs import idempotency, selectors, services
+from webapp.jobs.api.renderers import CSVRenderer, metrics_csv
 from webapp.jobs.api.serializers import (
+    CheckpointOutput,
+    JobCloneInput,
     JobCreateInput,
     JobEventOutput,
     JobOutput,
+    JobPatchInput,
+    LogsOutput,
     MeOutput,
     MetricsOutput,
     PresetOutput,
@@ -38,6 +44,9 @@ class JobCursorPagination(CursorPagination):
     max_page_size = 200
     page_size_query_param = "page_size"
     ordering = ("-created_at", "-id")
+
+
+MAX_POINTS_LIMIT = 10_000
 
 
 class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
@@ -57,6 +66,12 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
             if bad:
                 raise ValidationError({"status": [f"unknown status {bad[0]!r}; one of {', '.join(JobStatus.values)}"]})
             qs = qs.filter(status__in=wanted.split(","))
+        tag = self.request.query_params.get("tag")
+        if tag:
+            qs = qs.filter(tags__contains=[tag])
+        name = self.request.query_params.get("name")
+        if name:
+            qs = qs.filter(name__icontains=name)
         return qs
 
     def get_object(self) -> Job:
@@ -110,11 +125,63 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
             raise
         return Response(payload, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=JobPatchInput, responses=JobOutput)
+    def partial_update(self, request: Request, pk: str | None = None) -> Response:
+        body = JobPatchInput(data=request.data, partial=True)
+        body.is_valid(raise_exception=True)
+        job = services.job_patch(job=self.get_object(), changes=body.validated_data)
+        return Response(JobOutput(selectors.job_get_for_tenant(tenant=job.tenant, job_id=job.pk)).data)
+
     @extend_schema(request=None, responses=JobOutput)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         job = services.job_cancel(job=self.get_object())
         return Response(JobOutput(job).data)
+
+    @extend_schema(request=None, responses=JobOutput)
+    @action(detail=True, methods=["post"])
+    def pause(self, request: Request, pk: str | None = None) -> Response:
+        job = self.get_object()
+        services.job_pause(job=job)
+        job.refresh_from_db()
+        return Response(JobOutput(job).data)
+
+    @extend_schema(request=None, responses=JobOutput)
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str | None = None) -> Response:
+        job = services.job_resume(job=self.get_object())
+        return Response(JobOutput(job).data)
+
+    @extend_schema(request=JobCloneInput, responses={201: JobOutput})
+    @action(detail=True, methods=["post"])
+    def clone(self, request: Request, pk: str | None = None) -> Response:
+        source = self.get_object()
+        body = JobCloneInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        job = services.job_clone(
+            job=source,
+            user=request.user,
+            checkpoint_step=body.validated_data.get("checkpoint_step"),
+            overrides=body.validated_data["overrides"],
+            name=body.validated_data["name"],
+        )
+        return Response(JobOutput(job).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("after", OpenApiTypes.INT, description="Only log lines with a larger seq.")],
+        responses=LogsOutput,
+    )
+    @action(detail=True, methods=["get"])
+    def logs(self, request: Request, pk: str | None = None) -> Response:
+        job = self.get_object()
+        lines = selectors.job_logs_after(job=job, after=_int_param(request, "after", 0, minimum=0))
+        return Response({"results": lines, "next_after": lines[-1]["seq"] if lines else None})
+
+    @extend_schema(responses=CheckpointOutput(many=True))
+    @action(detail=True, methods=["get"])
+    def checkpoints(self, request: Request, pk: str | None = None) -> Response:
+        rows = selectors.job_checkpoints(job=self.get_object())
+        return Response({"results": CheckpointOutput(rows, many=True).data})
 
     @extend_schema(
         parameters=[OpenApiParameter("after", OpenApiTypes.INT, description="Only events with a larger seq.")],
@@ -123,17 +190,46 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
     @action(detail=True, methods=["get"])
     def events(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
-        try:
-            after = int(request.query_params.get("after", "0"))
-        except ValueError:
-            raise ValidationError({"after": ["must be an integer"]}) from None
-        events = selectors.job_events_after(job=job, after=after)
+        events = selectors.job_events_after(job=job, after=_int_param(request, "after", 0, minimum=0))
         return Response({"results": JobEventOutput(events, many=True).data})
 
-    @extend_schema(responses=MetricsOutput)
-    @action(detail=True, methods=["get"])
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("max_points", OpenApiTypes.INT, description="Downsample each series to this many."),
+            OpenApiParameter("names", OpenApiTypes.STR, description="Comma-separated metric names (default all)."),
+            OpenApiParameter("format", OpenApiTypes.STR, enum=["json", "csv"]),
+        ],
+        responses={200: MetricsOutput, (200, "text/csv"): OpenApiTypes.STR},
+    )
+    @action(detail=True, methods=["get"], renderer_classes=[JSONRenderer, BrowsableAPIRenderer, CSVRenderer])
     def metrics(self, request: Request, pk: str | None = None) -> Response:
-        return Response({"series": selectors.job_metric_series(job=self.get_object())})
+        job = self.get_object()
+        max_points = None
+        if "max_points" in request.query_params:
+            max_points = _int_param(request, "max_points", 0, minimum=3, maximum=MAX_POINTS_LIMIT)
+        names = [n for n in request.query_params.get("names", "").split(",") if n] or None
+        series = selectors.job_metric_series(job=job, names=names, max_points=max_points)
+        if request.accepted_renderer.format == "csv":
+            return Response(
+                metrics_csv(series),
+                content_type="text/csv",
+                headers={"Content-Disposition": f'attachment; filename="{job.pk}-metrics.csv"'},
+            )
+        return Response({"series": series})
+
+
+def _int_param(request: Request, name: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: [f"must be an integer, got {raw!r}"]}) from None
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise ValidationError({name: [f"must be {bound}, got {value}"]})
+    return value
 
 
 class MeView(APIView):

@@ -1,0 +1,172 @@
+"""The caller's tenant: its quota with what it uses, its usage ledger, its API keys."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from tenants.models import ApiToken, Quota, Role, Scope
+from tenants.services import api_token_create, api_token_revoke, quota_as_dict
+from webapp import engine_gateway
+from webapp.jobs.admission import holding_jobs
+from webapp.jobs.models import JobStatus
+from webapp.jobs.usage import month_gpu_hours, month_start, usage_summary
+from webapp.tenancy import TenantScoped, resolve_tenant
+
+
+class QuotaView(APIView):
+    permission_classes = [TenantScoped]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        tenant, _, _ = resolve_tenant(request)
+        return Response(tenant_quota_report(tenant))
+
+
+def tenant_quota_report(tenant: Any) -> dict[str, Any]:
+    quota = Quota.objects.filter(tenant=tenant).first() or Quota(tenant=tenant)
+    device_type, capacity = engine_gateway.cluster_capacity()
+    held = (
+        holding_jobs()
+        .filter(tenant=tenant)
+        .aggregate(gpus=Sum("num_gpus"), borrowed=Sum("num_gpus", filter=Q(borrowed=True)), jobs=Count("pk"))
+    )
+    queued = tenant.jobs.filter(status=JobStatus.QUEUED, admitted_at__isnull=True).count()
+    return {
+        "tenant": tenant.slug,
+        "device_type": device_type,
+        "cluster_gpus": capacity,
+        "limits": quota_as_dict(quota),
+        "usage": {
+            "gpus_held": held["gpus"] or 0,
+            "borrowed_gpus": held["borrowed"] or 0,
+            "running_jobs": held["jobs"],
+            "queued_jobs": queued,
+            "gpu_hours_this_month": month_gpu_hours(tenant_ids=[tenant.pk]).get(tenant.pk, 0.0),
+        },
+    }
+
+
+def _parse_day(request: Request, name: str, default: datetime) -> datetime:
+    raw = request.query_params.get(name)
+    if not raw:
+        return default
+    try:
+        return datetime.strptime(raw, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise ValidationError({name: [f"must be a date like 2026-11-01, got {raw!r}"]}) from None
+
+
+class UsageView(APIView):
+    permission_classes = [TenantScoped]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("since", OpenApiTypes.DATE, description="First day (default: the 1st of this month)."),
+            OpenApiParameter("until", OpenApiTypes.DATE, description="Day after the last (default: tomorrow)."),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request) -> Response:
+        tenant, _, _ = resolve_tenant(request)
+        now = timezone.now()
+        since = _parse_day(request, "since", month_start(now))
+        until = _parse_day(
+            request, "until", (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+        )
+        if until <= since:
+            raise ValidationError({"until": ["must be after since"]})
+        return Response({"tenant": tenant.slug, **usage_summary(tenant=tenant, since=since, until=until)})
+
+
+class ApiKeyOutput(serializers.ModelSerializer):
+    user = serializers.CharField(source="user.username")
+    active = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ApiToken
+        fields = [
+            "key_id",
+            "name",
+            "user",
+            "scopes",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "last_used_at",
+            "active",
+        ]
+
+    def get_active(self, token: ApiToken) -> bool:
+        return token.is_active()
+
+
+class ApiKeyCreateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=[s.value for s in Scope]), min_length=1, max_length=3
+    )
+    expires_in_days = serializers.IntegerField(min_value=1, max_value=365, required=False, default=90)
+
+
+def _may_manage_all(role: str, scopes: list[str]) -> bool:
+    return role == Role.OWNER or "admin" in scopes
+
+
+class ApiKeyListView(APIView):
+    """Keys of this tenant: owners see every key, others their own. A new key's secret is in
+    the create response only."""
+
+    permission_classes = [TenantScoped]
+
+    @extend_schema(responses=ApiKeyOutput(many=True))
+    def get(self, request: Request) -> Response:
+        tenant, role, scopes = resolve_tenant(request)
+        tokens = ApiToken.objects.filter(tenant=tenant).select_related("user").order_by("-created_at")
+        if not _may_manage_all(role, scopes):
+            tokens = tokens.filter(user=request.user)
+        return Response({"results": ApiKeyOutput(tokens, many=True).data})
+
+    @extend_schema(request=ApiKeyCreateInput, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        tenant, role, scopes = resolve_tenant(request)
+        body = ApiKeyCreateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        wanted = list(dict.fromkeys(body.validated_data["scopes"]))
+        beyond = [s for s in wanted if s not in scopes and not (s == "admin" and role == Role.OWNER)]
+        if beyond:
+            raise PermissionDenied(f"a key cannot have scopes its creator lacks: {', '.join(beyond)}")
+        expires = timezone.now() + timedelta(days=body.validated_data["expires_in_days"])
+        token, raw = api_token_create(
+            tenant=tenant, user=request.user, name=body.validated_data["name"], scopes=wanted, expires_at=expires
+        )
+        return Response(
+            {**ApiKeyOutput(token).data, "token": raw, "note": "store this token now: it is not shown again"},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class ApiKeyDetailView(APIView):
+    permission_classes = [TenantScoped]
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, key_id: str) -> Response:
+        tenant, role, scopes = resolve_tenant(request)
+        tokens = ApiToken.objects.filter(tenant=tenant, key_id=key_id)
+        if not _may_manage_all(role, scopes):
+            tokens = tokens.filter(user=request.user)
+        token = tokens.select_related("tenant").first()
+        if token is None:
+            raise NotFound()
+        api_token_revoke(token=token, actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

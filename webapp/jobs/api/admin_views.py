@@ -1,0 +1,140 @@
+"""Cluster administration: every tenant's quota against its usage, quota edits (audited), the
+global queue with reasons, the cluster, the audit log. Staff only; a token also needs the
+``admin`` scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from tenants.models import ApiToken, AuditLog, BudgetAction, Tenant
+from tenants.services import quota_update
+from webapp import engine_gateway
+from webapp.jobs.admission import capacity_summary, queue_summary
+from webapp.jobs.api.account_views import tenant_quota_report
+from webapp.jobs.tasks import admission_tick
+
+
+class IsClusterAdmin(permissions.BasePermission):
+    message = "cluster administration needs a staff account (and a token with the admin scope)"
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated and user.is_staff):
+            return False
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        return token is None or "admin" in token.scopes
+
+
+class AdminTenantsView(APIView):
+    permission_classes = [IsClusterAdmin]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        tenants = Tenant.objects.order_by("slug")
+        return Response({"results": [{"name": t.name, **tenant_quota_report(t)} for t in tenants]})
+
+
+class QuotaInput(serializers.Serializer):
+    guaranteed_gpus = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=100_000), required=False
+    )
+    borrow_limit_gpus = serializers.IntegerField(min_value=0, max_value=100_000, required=False)
+    max_running_jobs = serializers.IntegerField(min_value=0, max_value=10_000, required=False)
+    max_queued_jobs = serializers.IntegerField(min_value=0, max_value=100_000, required=False)
+    max_gpus_per_job = serializers.IntegerField(min_value=1, max_value=100_000, required=False)
+    monthly_gpu_hours = serializers.FloatField(min_value=0, max_value=1e9, required=False)
+    budget_action = serializers.ChoiceField(choices=BudgetAction.values, required=False)
+    priority_limit = serializers.FloatField(min_value=0.01, max_value=100.0, required=False)
+    fair_share_weight = serializers.FloatField(min_value=0.01, max_value=1000.0, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["not a quota field"] for name in unknown})
+        device_type, capacity = engine_gateway.cluster_capacity()
+        for kind, gpus in attrs.get("guaranteed_gpus", {}).items():
+            if kind == device_type and gpus > capacity:
+                raise serializers.ValidationError(
+                    {"guaranteed_gpus": {kind: [f"must be <= the cluster's {capacity} {kind} GPUs, got {gpus}"]}}
+                )
+        return attrs
+
+
+class AdminQuotaView(APIView):
+    permission_classes = [IsClusterAdmin]
+
+    def _tenant(self, slug: str) -> Tenant:
+        tenant = Tenant.objects.filter(slug=slug).first()
+        if tenant is None:
+            raise NotFound()
+        return tenant
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(tenant_quota_report(self._tenant(slug)))
+
+    @extend_schema(request=QuotaInput, responses=OpenApiTypes.OBJECT)
+    def patch(self, request: Request, slug: str) -> Response:
+        tenant = self._tenant(slug)
+        body = QuotaInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        quota_update(tenant=tenant, changes=dict(body.validated_data), actor=request.user)
+        admission_tick.delay()  # a larger quota may let queued jobs in now
+        return Response(tenant_quota_report(tenant))
+
+
+class AdminQueueView(APIView):
+    permission_classes = [IsClusterAdmin]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        return Response({"results": queue_summary()})
+
+
+class AdminClusterView(APIView):
+    permission_classes = [IsClusterAdmin]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        try:
+            engine = engine_gateway.describe_engine()
+        except (ConnectionError, TimeoutError) as exc:
+            engine = {"error": f"engine unreachable: {exc}"}
+        return Response({**capacity_summary(), "engine": engine})
+
+
+class AuditOutput(serializers.ModelSerializer):
+    tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    actor = serializers.CharField(source="actor.username", default=None)
+
+    class Meta:
+        model = AuditLog
+        fields = ["id", "created_at", "tenant", "actor", "action", "target", "data"]
+
+
+class AuditPagination(CursorPagination):
+    page_size = 50
+    ordering = ("-created_at", "-id")
+
+
+class AdminAuditView(APIView):
+    permission_classes = [IsClusterAdmin]
+
+    @extend_schema(responses=AuditOutput(many=True))
+    def get(self, request: Request) -> Response:
+        rows = AuditLog.objects.select_related("tenant", "actor")
+        tenant = request.query_params.get("tenant")
+        if tenant:
+            rows = rows.filter(tenant__slug=tenant)
+        paginator = AuditPagination()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response(AuditOutput(page, many=True).data)

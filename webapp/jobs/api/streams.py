@@ -1,0 +1,91 @@
+"""Server-Sent Events: a job's events as ``text/event-stream``, resumable with ``Last-Event-ID``.
+
+For clients that cannot open a WebSocket (curl, proxies that only pass HTTP). Each event's
+``id`` is its seq, so a browser's ``EventSource`` resumes after a reconnect by itself. The
+stream ends with an ``end`` event once the job is terminal and everything is sent, or after
+``MAX_STREAM_S`` (the client reconnects and resumes)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import close_old_connections
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from webapp.jobs import selectors
+from webapp.jobs.models import TERMINAL_STATUSES, Job, JobEvent
+from webapp.jobs.services import event_payload
+from webapp.tenancy import TenantScoped, resolve_tenant
+
+POLL_S = 0.5
+HEARTBEAT_S = 15.0
+MAX_STREAM_S = 300.0
+BATCH = 500
+
+
+class EventStreamRenderer(BaseRenderer):
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+        return json.dumps(data).encode()  # errors only: the stream itself is not rendered
+
+
+def _event_frames(job_id: Any, after: int, *, max_s: float = MAX_STREAM_S) -> Iterator[str]:
+    yield "retry: 2000\n\n"
+    started = last_sent = time.monotonic()
+    try:
+        while time.monotonic() - started < max_s:
+            events = list(JobEvent.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:BATCH])
+            for event in events:
+                after = event.seq
+                yield f"id: {event.seq}\nevent: {event.kind}\ndata: {json.dumps(event_payload(event))}\n\n"
+            if events:
+                last_sent = time.monotonic()
+                continue
+            if Job.objects.filter(pk=job_id, status__in=TERMINAL_STATUSES).exists():
+                yield "event: end\ndata: {}\n\n"
+                return
+            if time.monotonic() - last_sent > HEARTBEAT_S:
+                yield ": keep-alive\n\n"
+                last_sent = time.monotonic()
+            time.sleep(POLL_S)
+    finally:
+        close_old_connections()
+
+
+class JobEventStreamView(APIView):
+    permission_classes = [TenantScoped]
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("Last-Event-ID", OpenApiTypes.INT, OpenApiParameter.HEADER, description="Resume after."),
+            OpenApiParameter("after", OpenApiTypes.INT, description="Resume after this seq (if no Last-Event-ID)."),
+        ],
+        responses={(200, "text/event-stream"): OpenApiTypes.STR},
+    )
+    def get(self, request: Request, pk: str) -> StreamingHttpResponse:
+        tenant, _, _ = resolve_tenant(request)
+        job = selectors.job_get_for_tenant(tenant=tenant, job_id=pk)
+        if job is None:
+            raise NotFound()
+        raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
+        try:
+            after = max(0, int(raw))
+        except ValueError:
+            raise ValidationError({"Last-Event-ID": [f"must be an integer event seq, got {raw!r}"]}) from None
+        response = StreamingHttpResponse(_event_frames(job.pk, after), content_type="text/event-stream")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream
+        return response
