@@ -6,6 +6,7 @@ the in-process engine."""
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from tenants.services import api_token_create, membership_add, tenant_create
 from webapp import engine_gateway
 
 TEST_REDIS = "redis://127.0.0.1:6379"
+# Two test runs on one machine (say, two checkouts) must not consume each other's tasks.
+TEST_NAMESPACE = os.environ.get("JIGSAW_TEST_NAMESPACE", "jigsaw-test")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -31,7 +34,7 @@ def isolated_redis() -> Iterator[None]:
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [f"{TEST_REDIS}/6"], "prefix": "jigsaw-test"},
+            "CONFIG": {"hosts": [f"{TEST_REDIS}/6"], "prefix": TEST_NAMESPACE},
         }
     }
     settings.REDIS_URL = f"{TEST_REDIS}/6"
@@ -39,7 +42,7 @@ def isolated_redis() -> Iterator[None]:
     # Worker threads must not keep connections open past a test (the test database is dropped).
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
     app.conf.broker_url = f"{TEST_REDIS}/5"
-    app.conf.task_default_queue = "jigsaw-test"
+    app.conf.task_default_queue = TEST_NAMESPACE
     yield
 
 
@@ -79,7 +82,7 @@ def celery_worker_thread(isolated_redis: None, transactional_db: None) -> Iterat
     from webapp.celery_app import app
 
     with app.connection_for_write() as conn:
-        conn.default_channel.queue_purge("jigsaw-test")
+        conn.default_channel.queue_purge(TEST_NAMESPACE)
     beat = EmbeddedService(app, thread=True, schedule_filename=tempfile.mktemp(prefix="beat-"))
     with start_worker(
         app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30

@@ -23,6 +23,9 @@ def _flatten(detail: Any, path: str = "") -> list[dict[str, Any]]:
     if isinstance(detail, dict):
         out: list[dict[str, Any]] = []
         for key, value in detail.items():
+            if isinstance(key, int):  # list items (ListField errors come keyed by index)
+                out.extend(_flatten(value, f"{path}[{key}]"))
+                continue
             sub = str(key) if key != "non_field_errors" else ""
             out.extend(_flatten(value, f"{path}.{sub}" if path and sub else (sub or path)))
         return out

@@ -101,6 +101,9 @@ class UsageRecord(models.Model):
     device_type = models.CharField(max_length=32)
     gpu_seconds = models.FloatField()
     step = models.PositiveIntegerField(null=True, blank=True)
+    source = models.CharField(
+        max_length=100, unique=True, help_text="The engine event it came from (engine id:seq): billed once."
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -150,8 +150,12 @@ def _merged(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, 
 def job_clone(*, job: Job, user: Any, checkpoint_step: int | None, overrides: Mapping[str, Any], name: str = "") -> Job:
     """A new job from ``job``'s spec with ``overrides``, starting after a checkpoint of it."""
     checkpoints = list(JobCheckpoint.objects.filter(job=job).values_list("step", flat=True))
-    if checkpoint_step is None:
-        checkpoint_step = max(checkpoints, default=0)
+    spec = _merged(job.spec, overrides)
+    trainer = dict(spec.get("trainer") or {})
+    trainer.pop("start_step", None)
+    if checkpoint_step is None:  # the latest checkpoint that leaves steps to train
+        total = int(_validated({**spec, "trainer": trainer}, field_prefix="overrides")["trainer"]["total_steps"])
+        checkpoint_step = max((c for c in checkpoints if c < total), default=0)
     elif checkpoint_step != 0 and checkpoint_step not in checkpoints:
         raise SpecInvalid(
             f"job {job.name} has no checkpoint at step {checkpoint_step}",
@@ -162,9 +166,6 @@ def job_clone(*, job: Job, user: Any, checkpoint_step: int | None, overrides: Ma
                 }
             ],
         )
-    spec = _merged(job.spec, overrides)
-    trainer = dict(spec.get("trainer") or {})
-    trainer.pop("start_step", None)
     if checkpoint_step:
         trainer["start_step"] = checkpoint_step
     spec["trainer"] = trainer
@@ -339,7 +340,8 @@ _ENGINE_TO_JOB = {
 }
 
 
-def _apply_engine_event(event: engine_gateway.EngineEvent) -> None:
+def _apply_engine_event(event: engine_gateway.EngineEvent, engine_id: str) -> None:
+    source = f"{engine_id}:{event.seq}"
     if event.kind is engine_gateway.EventKind.STATUS:
         to = _ENGINE_TO_JOB[str(event.data["status"])]
         reason = str(event.data.get("reason", ""))
@@ -348,19 +350,19 @@ def _apply_engine_event(event: engine_gateway.EngineEvent) -> None:
         failure_class = "system" if to == JobStatus.FAILED else ""
         device_s = float(event.data.get("device_seconds", 0.0))
         if device_s > 0:
-            _bill(event.pipeline_id, device_s, step=None)
+            _bill(event.pipeline_id, device_s, source)
         job_transition(job_id=event.pipeline_id, to=to, reason=reason, failure_class=failure_class, allow_same=True)
         if to == JobStatus.PAUSED:
             _checkpoint(event.pipeline_id, int(event.data.get("step", 0)))
     elif event.kind is engine_gateway.EventKind.METRICS:
-        _store_metrics(event.pipeline_id, int(event.data["step"]), dict(event.data["metrics"]))
+        _store_metrics(event.pipeline_id, int(event.data["step"]), dict(event.data["metrics"]), source)
     elif event.kind is engine_gateway.EventKind.LOG:
         job = Job.objects.select_for_update().filter(pk=event.pipeline_id).first()
         if job is not None:
             _append_event(job, EventKind.LOG, dict(event.data))
 
 
-def _store_metrics(job_id: str, step: int, values: dict[str, float]) -> None:
+def _store_metrics(job_id: str, step: int, values: dict[str, float], source: str) -> None:
     job = Job.objects.select_for_update().filter(pk=job_id).first()
     if job is None:
         return
@@ -372,17 +374,17 @@ def _store_metrics(job_id: str, step: int, values: dict[str, float]) -> None:
     if step > job.current_step:
         job.current_step = step
         job.save(update_fields=["current_step"])
-    usage_record(job=job, gpu_seconds=float(values.get("usage/device_seconds", 0.0)), step=step)
+    usage_record(job=job, gpu_seconds=float(values.get("usage/device_seconds", 0.0)), step=step, source=source)
     save_freq = int(job.resolved_spec.get("trainer", {}).get("save_freq", 0) or 0)
     if step == job.total_steps or (save_freq and step % save_freq == 0):
         _checkpoint(job_id, step)
     _append_event(job, EventKind.METRICS, {"step": step, "total_steps": job.total_steps, "metrics": values})
 
 
-def _bill(job_id: str, gpu_seconds: float, step: int | None) -> None:
+def _bill(job_id: str, gpu_seconds: float, source: str) -> None:
     job = Job.objects.select_for_update().filter(pk=job_id).first()
     if job is not None:
-        usage_record(job=job, gpu_seconds=gpu_seconds, step=step)
+        usage_record(job=job, gpu_seconds=gpu_seconds, step=None, source=source)
 
 
 def _checkpoint(job_id: str, step: int) -> None:
@@ -398,7 +400,7 @@ def engine_events_ingest(*, engine_id: str, events: Iterable[engine_gateway.Engi
         for event in events:
             if event.seq <= cursor.cursor:
                 continue  # another pump stored it first
-            _apply_engine_event(event)
+            _apply_engine_event(event, engine_id)
             applied += 1
         if next_cursor > cursor.cursor:
             cursor.cursor = next_cursor

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.db import IntegrityError, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -20,21 +21,31 @@ def _decay(value: float, since: datetime, now: datetime) -> float:
     return value * 0.5 ** (age_s / FAIR_SHARE_HALF_LIFE_S)
 
 
-def usage_record(*, job: Job, gpu_seconds: float, step: int | None) -> None:
-    """Append a ledger row and fold it into the job's total and the tenant's decayed usage.
-    The caller holds the job's row lock and dedupes (one row per reported event)."""
+def usage_record(*, job: Job, gpu_seconds: float, step: int | None, source: str) -> bool:
+    """Append a ledger row and fold it into the job's total and the tenant's decayed usage;
+    an event already billed (same ``source``) is skipped. The caller holds the job's row lock."""
     if gpu_seconds <= 0:
-        return
+        return False
     now = timezone.now()
-    UsageRecord.objects.create(
-        job=job, tenant_id=job.tenant_id, device_type=job.device_type, gpu_seconds=gpu_seconds, step=step
-    )
+    try:
+        with transaction.atomic():
+            UsageRecord.objects.create(
+                job=job,
+                tenant_id=job.tenant_id,
+                device_type=job.device_type,
+                gpu_seconds=gpu_seconds,
+                step=step,
+                source=source,
+            )
+    except IntegrityError:
+        return False
     job.gpu_seconds += gpu_seconds
     Job.objects.filter(pk=job.pk).update(gpu_seconds=job.gpu_seconds)
     share, _ = TenantShare.objects.select_for_update().get_or_create(tenant_id=job.tenant_id)
     share.decayed_gpu_seconds = _decay(share.decayed_gpu_seconds, share.updated_at, now) + gpu_seconds
     share.updated_at = now
     share.save(update_fields=["decayed_gpu_seconds", "updated_at"])
+    return True
 
 
 def month_start(now: datetime | None = None) -> datetime:

@@ -56,17 +56,26 @@ class QuotaInput(serializers.Serializer):
     priority_limit = serializers.FloatField(min_value=0.01, max_value=100.0, required=False)
     fair_share_weight = serializers.FloatField(min_value=0.01, max_value=1000.0, required=False)
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(self.initial_data) - set(self.fields))
+    def to_internal_value(self, data: Any) -> Any:
+        unknown = sorted(set(data) - set(self.fields)) if isinstance(data, dict) else []
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            errors = dict(exc.detail) if isinstance(exc.detail, dict) else {}
+            errors.update({name: ["not a quota field"] for name in unknown})
+            raise serializers.ValidationError(errors) from None
         if unknown:
             raise serializers.ValidationError({name: ["not a quota field"] for name in unknown})
+        return value
+
+    def validate_guaranteed_gpus(self, value: dict[str, int]) -> dict[str, int]:
         device_type, capacity = engine_gateway.cluster_capacity()
-        for kind, gpus in attrs.get("guaranteed_gpus", {}).items():
-            if kind == device_type and gpus > capacity:
-                raise serializers.ValidationError(
-                    {"guaranteed_gpus": {kind: [f"must be <= the cluster's {capacity} {kind} GPUs, got {gpus}"]}}
-                )
-        return attrs
+        too_many = {k: v for k, v in value.items() if k == device_type and v > capacity}
+        if too_many:
+            raise serializers.ValidationError(
+                {k: [f"must be <= the cluster's {capacity} {k} GPUs, got {v}"] for k, v in too_many.items()}
+            )
+        return value
 
 
 class AdminQuotaView(APIView):
