@@ -97,6 +97,9 @@ class EngineHost(Protocol):
 
     def events_since(self, cursor: int, limit: int = 1000) -> EventBatch: ...
 
+    def pipeline_states(self) -> dict[str, str]:
+        """Every pipeline this engine instance knows, with its state (for reconciliation)."""
+
     def describe(self) -> dict[str, Any]:
         """Cluster size, devices in use, pipelines by state: for health and the dashboard."""
 

@@ -16,6 +16,7 @@ import pytest
 from channels.layers import channel_layers
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.test.utils import override_settings
 
 from tenants.models import Role, Tenant
 from tenants.services import api_token_create, membership_add, tenant_create
@@ -39,6 +40,16 @@ def isolated_redis() -> Iterator[None]:
     }
     settings.REDIS_URL = f"{TEST_REDIS}/6"
     channel_layers.backends.clear()
+    # Throttle counters too (override_settings resets Django's cache handlers).
+    override_settings(
+        CACHES={
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": f"{TEST_REDIS}/6",
+                "KEY_PREFIX": TEST_NAMESPACE,
+            }
+        }
+    ).enable()
     # Worker threads must not keep connections open past a test (the test database is dropped).
     settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
     app.conf.broker_url = f"{TEST_REDIS}/5"

@@ -28,6 +28,7 @@ __all__ = [
     "engine_host",
     "list_presets",
     "pause_pipeline",
+    "pipeline_states",
     "pull_events",
     "reset_engine_host",
     "resolve_spec",
@@ -100,6 +101,11 @@ def cancel_pipeline(*, job_id: str) -> bool:
 def pause_pipeline(*, job_id: str) -> bool:
     """Ask the engine to stop the job at its next step boundary; False if it does not know it."""
     return engine_host().pause(job_id)
+
+
+def pipeline_states() -> dict[str, str]:
+    """Job id -> state for every pipeline the running engine instance knows."""
+    return engine_host().pipeline_states()
 
 
 def pull_events(*, cursor: int, limit: int = 500) -> tuple[str, list[EngineEvent], int]:

@@ -98,6 +98,15 @@ else:
             "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "jigsaw")},
         }
     }
+# Throttle counters must be shared by every server process: Redis, except standalone.
+if not STANDALONE:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env_str("CACHE_PREFIX", "jigsaw"),
+        }
+    }
 
 # -- Celery ---------------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
@@ -112,6 +121,7 @@ CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_BEAT_SCHEDULE = {
     "pump-engine-events": {"task": "jobs.pump_engine_events", "schedule": 1.0},
     "admission-tick": {"task": "jobs.admission_tick", "schedule": 2.0},
+    "reconcile": {"task": "jobs.reconcile", "schedule": 10.0},
 }
 
 # -- engine ---------------------------------------------------------------------------------
@@ -151,6 +161,11 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "DEFAULT_THROTTLE_CLASSES": ["webapp.throttling.CallerRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "caller": env_str("API_RATE_PER_CALLER", "1200/min"),
+        "job_create": env_str("API_RATE_JOB_CREATE", "240/min"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "JigsawRL API",

@@ -19,14 +19,16 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
 
 
 class OriginOrTokenValidator:
-    """Cross-site WebSocket hijacking needs a browser, and browsers always send Origin."""
+    """Cross-site WebSocket hijacking needs a browser, and browsers always send Origin: with
+    one, it must name an allowed host (else the handshake is refused); without one, the caller
+    is not a browser and goes on to authentication (a missing or bad token then closes 4401)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.origin_checked = AllowedHostsOriginValidator(app)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
-        if _header(scope, b"origin") is None and _header(scope, b"authorization"):
+        if _header(scope, b"origin") is None:
             return await self.app(scope, receive, send)
         return await self.origin_checked(scope, receive, send)
 

@@ -214,6 +214,9 @@ class ClusterController:
     def state_of(self, pipeline_id: str) -> PipelineState:
         return self._runs[pipeline_id].state
 
+    def pipeline_states(self) -> dict[str, str]:
+        return {pid: run.state.value for pid, run in self._runs.items()}
+
     def finished_runs(self) -> dict[str, _Run]:
         return {pid: r for pid, r in self._runs.items() if r.state is PipelineState.SUCCEEDED}
 

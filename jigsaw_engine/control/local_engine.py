@@ -92,6 +92,10 @@ class LocalEngine:
         next_cursor = events[-1].seq if events else cursor
         return EventBatch(self._engine_id, events, next_cursor)
 
+    def pipeline_states(self) -> dict[str, str]:
+        with self._lock:
+            return self._controller.pipeline_states()
+
     def describe(self) -> dict[str, Any]:
         with self._lock:
             info = self._controller.describe()

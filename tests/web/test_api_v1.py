@@ -236,3 +236,18 @@ def test_engine_usage_and_checkpoints_are_ledgered_exactly_once(make_actor, engi
     assert reported > 0 and ledger == pytest.approx(reported) and job.gpu_seconds == pytest.approx(reported)
     assert list(JobCheckpoint.objects.filter(job=job).values_list("step", flat=True)) == [2, 4]
     assert JobEvent.objects.filter(job=job, kind=EventKind.METRICS).count() == 4
+
+
+def test_too_many_submits_get_429_with_retry_after(make_actor, monkeypatch) -> None:
+    from webapp.throttling import JobCreateRateThrottle
+
+    monkeypatch.setattr(JobCreateRateThrottle, "THROTTLE_RATES", {"job_create": "2/min"})
+    c = client_for(make_actor("acme").token)
+    new_job(c)
+    new_job(c)
+    r = c.post("/api/v1/jobs", {"spec": make_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    assert r.status_code == 429 and r.json()["error"]["code"] == "throttled"
+    assert 1 <= int(r["Retry-After"]) <= 61
+    assert c.get("/api/v1/jobs").status_code == 200  # reading is limited separately
+    other = client_for(make_actor("globex").token)
+    new_job(other)  # another caller has its own budget

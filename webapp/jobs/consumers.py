@@ -1,85 +1,442 @@
-"""WebSocket stream of one job's events: replay from ``?after=<seq>``, then live, in order.
+"""WebSocket streams of job events (see ``routing.py`` for the paths).
 
-The consumer joins the job's group *before* reading stored events, then drops any live event
-it has already replayed, so a client that reconnects with its last seq sees no gap and no
-duplicate. Close codes: 4401 not authenticated, 4404 no such job for this caller.
+``/ws/v1/jobs/<id>``  one job's events; resume with ``?after=<seq>``.
+``/ws/v1/tenant``     every event of every job of one tenant (the token's, or for a session
+                      ``?tenant=<slug>``, default the user's first); resume with ``?after=<cursor>``.
+``/ws/jobs/<id>/``    legacy path of the dashboard: as ``/ws/v1/jobs/<id>``, but one
+                      ``{"type": "event", "event": ...}`` frame per event.
+
+v1 frames: ``{"type": "events", "events": [...], "cursor": ...}`` (each event with its
+``job_id``; the first frame may have none), ``{"type": "resync", "cursor": ...}`` and, tenant
+stream only, ``{"type": "reset", "cursor": ...}``. Close codes: 4400 malformed ``after``, 4401
+not authenticated, 4403 not allowed on this tenant, 4404 no such job for this caller, 4429 the
+client sent too much, 1011 server error (reconnect with the last cursor).
+
+Each event reaches a client once, and a job's events in seq order:
+- a stream joins its channel-layer group *before* reading stored events, so nothing falls in
+  between; a live event already sent is recognised by its (job, seq) and dropped;
+- the channel layer drops messages when a channel is full: a seq gap in a job's live events is
+  filled from the database, and a periodic audit sends stored events that no live message
+  announced (a lost last event has no successor to reveal its gap);
+- live events wait in a bounded buffer and leave in batches; a client that reads too slowly
+  for it loses the buffer, gets ``resync`` and the same events from the database instead.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, ParamSpec, TypeVar, cast
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.core.exceptions import ValidationError
+from django.db.models import Q
 
 from tenants.models import ApiToken, Membership
-from webapp.jobs.models import Job
-from webapp.jobs.realtime import job_group
-from webapp.jobs.selectors import job_events_after
+from tenants.selectors import tenant_for_user
+from webapp.jobs.models import Job, JobEvent
+from webapp.jobs.realtime import Delivered, Hole, job_group, tenant_group, wire_event
 from webapp.jobs.services import event_payload
 
-REPLAY_LIMIT = 5000
+logger = logging.getLogger(__name__)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+FLUSH_S = 0.1  # live events go out at most this often...
+FLUSH_EVENTS = 200  # ...or as soon as this many wait; also the most events in one frame
+MAX_PENDING = 5000  # live events held for one client before it has to resync from the database
+REPLAY_LIMIT = 5000  # stored events a (re)connecting client gets at most; see each stream
+PAGE = 500  # stored events read per query
+AUDIT_S = 10.0  # how often a stream looks for stored events that never came live
+FLOOD_PER_S = 50  # client messages per second tolerated (they are ignored anyway)
+
+CLOSE_BAD_CURSOR = 4400
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+CLOSE_FLOOD = 4429
+CLOSE_SERVER_ERROR = 1011
+
+READ_SCOPES = frozenset({"jobs:read", "admin"})
 
 
-@database_sync_to_async
+# -- database reads (each in Channels' database thread) ---------------------------------------
+def _in_db_thread(fn: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
+    """``database_sync_to_async`` with the signature kept (Channels ships no type hints)."""
+    return cast(Callable[_P, Awaitable[_R]], database_sync_to_async(fn))
+
+
+def _wire(events: Iterable[JobEvent]) -> list[dict[str, Any]]:
+    return [wire_event(str(e.job_id), event_payload(e)) for e in events]
+
+
+@_in_db_thread
 def _authorized_job(user: Any, token: ApiToken | None, job_id: str) -> Job | None:
-    try:
-        jobs = Job.objects.filter(pk=job_id)
-        if token is not None:
-            if "jobs:read" not in token.scopes and "admin" not in token.scopes:
-                return None
-            return jobs.filter(tenant=token.tenant).first()
-        tenant_ids = Membership.objects.filter(user=user).values("tenant_id")
-        return jobs.filter(tenant_id__in=tenant_ids).first()
-    except (ValueError, TypeError):
+    if token is not None and not READ_SCOPES & set(token.scopes):
         return None
+    if token is not None:
+        allowed = Job.objects.filter(tenant=token.tenant)
+    else:
+        allowed = Job.objects.filter(tenant_id__in=Membership.objects.filter(user=user).values("tenant_id"))
+    try:
+        job: Job | None = allowed.filter(pk=job_id).first()
+    except (ValueError, TypeError, ValidationError):  # not a UUID: same answer as a foreign id
+        return None
+    return job
 
 
-@database_sync_to_async
-def _stored_events(job: Job, after: int) -> list[dict[str, Any]]:
-    """Stored events after ``after``; past ``REPLAY_LIMIT`` of them, only the newest ones, so
-    the stream stays continuous from where it starts up to the live events."""
-    job.refresh_from_db(fields=["last_event_seq"])
-    after = max(after, job.last_event_seq - REPLAY_LIMIT)
-    return [event_payload(e) for e in job_events_after(job=job, after=after, limit=REPLAY_LIMIT)]
+@_in_db_thread
+def _authorized_tenant(user: Any, token: ApiToken | None, slug: str | None) -> int | None:
+    """The id of the tenant this caller may read, or None."""
+    if token is not None:
+        ok = bool(READ_SCOPES & set(token.scopes)) and slug in (None, token.tenant.slug)
+        return token.tenant_id if ok else None
+    found = tenant_for_user(user=user, slug=slug)
+    return found[0].pk if found else None
 
 
-class JobEventsConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+@_in_db_thread
+def _job_replay_start(job_id: str, after: int) -> int:
+    """Past ``REPLAY_LIMIT`` stored events, a job stream starts at the newest ones, so it stays
+    continuous from where it starts up to the live events."""
+    last = Job.objects.filter(pk=job_id).values_list("last_event_seq", flat=True).first() or 0
+    return max(after, last - REPLAY_LIMIT)
+
+
+@_in_db_thread
+def _job_events_after(job_id: str, after: int) -> list[dict[str, Any]]:
+    return _wire(JobEvent.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:PAGE])
+
+
+@_in_db_thread
+def _latest_event_id() -> int:
+    return JobEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+@_in_db_thread
+def _tenant_event_keys(tenant_id: int, after_id: int, upto_id: int | None) -> list[tuple[int, str, int]]:
+    """(id, job, seq) of the tenant's stored events above ``after_id``, oldest first, one page."""
+    rows = JobEvent.objects.filter(job__tenant_id=tenant_id, id__gt=after_id)
+    if upto_id is not None:
+        rows = rows.filter(id__lte=upto_id)
+    return [(i, str(j), s) for i, j, s in rows.order_by("id").values_list("id", "job_id", "seq")[:PAGE]]
+
+
+@_in_db_thread
+def _events_by_id(ids: list[int]) -> list[dict[str, Any]]:
+    return _wire(JobEvent.objects.filter(id__in=ids).order_by("id"))
+
+
+@_in_db_thread
+def _tenant_backlog_over(tenant_id: int, after_id: int, limit: int) -> bool:
+    beyond = JobEvent.objects.filter(job__tenant_id=tenant_id, id__gt=after_id).order_by("id")[limit : limit + 1]
+    return bool(list(beyond.values_list("id", flat=True)))
+
+
+@_in_db_thread
+def _last_sent_ids(seqs: dict[str, int]) -> dict[str, int]:
+    """Per job, the id of the event at its last sent seq."""
+    if not seqs:
+        return {}
+    wanted = Q()
+    for job_id, seq in seqs.items():
+        wanted |= Q(job_id=job_id, seq=seq)
+    return {str(j): i for j, i in JobEvent.objects.filter(wanted).values_list("job_id", "id")}
+
+
+@_in_db_thread
+def _fill(holes: list[Hole], floor: int) -> dict[Hole, list[dict[str, Any]]]:
+    wanted = Q()
+    for h in holes:
+        wanted |= Q(job_id=h.job_id, seq__lt=h.before) & (Q(id__gt=floor) if h.after is None else Q(seq__gt=h.after))
+    events = _wire(JobEvent.objects.filter(wanted).order_by("id"))
+    return {h: [e for e in events if e["job_id"] == h.job_id and (h.after or 0) < e["seq"] < h.before] for h in holes}
+
+
+# -- helpers ----------------------------------------------------------------------------------
+async def _wait(event: asyncio.Event, timeout: float) -> bool:
+    """Whether ``event`` got set within ``timeout`` seconds."""
+    if event.is_set():
+        return True
+    try:
+        await asyncio.wait_for(event.wait(), max(timeout, 0.0))
+    except TimeoutError:
+        return False
+    return True
+
+
+class FloodGuard:
+    """Counts messages per one-second window."""
+
+    def __init__(self, per_second: int) -> None:
+        self.per_second = per_second
+        self.window_start = float("-inf")
+        self.count = 0
+
+    def too_many(self, now: float) -> bool:
+        if now - self.window_start >= 1.0:
+            self.window_start, self.count = now, 0
+        self.count += 1
+        return self.count > self.per_second
+
+
+# -- consumers --------------------------------------------------------------------------------
+class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
+    """Authentication, the live buffer, batching, backpressure and the flood guard; subclasses
+    say which events, how to replay them and how frames look."""
+
     async def connect(self) -> None:
         self.group: str | None = None
-        self.last_seq = 0
+        self.sender: asyncio.Task[None] | None = None
+        self.delivered = Delivered()
+        self.pending: list[dict[str, Any]] = []
+        self.overflowed = False
+        self.wake = asyncio.Event()  # live events are waiting
+        self.flush_now = asyncio.Event()  # ...enough not to wait for more
+        self.flood = FloodGuard(FLOOD_PER_S)
+        self.closing = False
         await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=4401)
+            await self._close(CLOSE_UNAUTHENTICATED)
             return
-        job = await _authorized_job(user, self.scope.get("api_token"), self.scope["url_route"]["kwargs"]["job_id"])
-        if job is None:
-            await self.close(code=4404)
+        query = {k: v[0] for k, v in parse_qs(self.scope.get("query_string", b"").decode()).items()}
+        refused = await self.open_stream(user, self.scope.get("api_token"), query)
+        if refused:
+            await self._close(refused)
             return
-        query = parse_qs(self.scope.get("query_string", b"").decode())
-        try:
-            self.last_seq = max(0, int(query.get("after", ["0"])[0]))
-        except ValueError:
-            self.last_seq = 0
-        self.group = job_group(job.pk)
+        assert self.group is not None
         await self.channel_layer.group_add(self.group, self.channel_name)
-        for event in await _stored_events(job, self.last_seq):
-            await self._send_event(event)
+        self.sender = asyncio.create_task(self._send_loop())
 
     async def disconnect(self, code: int) -> None:
+        if self.sender is not None:
+            self.sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.sender
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        """Clients only listen; anything they send is ignored."""
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        if message["type"] == "job.event":
+            # Channels would first hop to the database thread (closing old connections) for
+            # every message; live events touch no database, and there can be many.
+            await self.job_event(message)
+        else:
+            await super().dispatch(message)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Clients only listen: what they send is ignored, unless it is a flood."""
+        if not self.closing and self.flood.too_many(asyncio.get_running_loop().time()):
+            await self._close(CLOSE_FLOOD)
 
     async def job_event(self, message: dict[str, Any]) -> None:
-        await self._send_event(message["event"])
+        if self.overflowed:
+            return  # committed before it was published: the coming catch-up reads it
+        self.pending.append(wire_event(message["job_id"], message["event"]))
+        if len(self.pending) > MAX_PENDING:
+            self.pending.clear()
+            self.overflowed = True
+        if self.overflowed or len(self.pending) >= FLUSH_EVENTS:
+            self.flush_now.set()
+        self.wake.set()
 
-    async def _send_event(self, event: dict[str, Any]) -> None:
-        if event["seq"] <= self.last_seq:
-            return
-        self.last_seq = event["seq"]
-        await self.send_json({"type": "event", "event": event})
+    async def _close(self, code: int) -> None:
+        self.closing = True
+        await self.close(code=code)
+
+    async def _send_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            if not await self.replay():
+                await self.send_frame([])  # tells the client it is live, and from where
+            next_audit = loop.time() + AUDIT_S
+            while True:
+                if not await _wait(self.wake, next_audit - loop.time()):
+                    await self.audit()
+                    next_audit = loop.time() + AUDIT_S
+                    continue
+                await _wait(self.flush_now, FLUSH_S)  # let a batch gather
+                self.wake.clear()
+                self.flush_now.clear()
+                if self.overflowed:
+                    self.overflowed = False  # live events are kept again from here on
+                    await self.send_resync()
+                    await self.catch_up()
+                    continue
+                batch, self.pending = self.pending, []
+                await self._send_live(batch)
+        except Exception:
+            logger.exception("event stream %s failed; closing so that the client resumes", self.group)
+            await self._close(CLOSE_SERVER_ERROR)
+
+    async def _send_live(self, batch: list[dict[str, Any]]) -> None:
+        planned = self.delivered.plan_live(batch)
+        holes = [p for p in planned if isinstance(p, Hole)]
+        filled = await _fill(holes, self.delivered.floor) if holes else {}
+        events: list[dict[str, Any]] = []
+        for item in planned:
+            events.extend(filled.get(item, []) if isinstance(item, Hole) else [item])
+        await self.send_events(events)
+
+    async def send_events(self, events: list[dict[str, Any]]) -> None:
+        for start in range(0, len(events), FLUSH_EVENTS):
+            chunk = events[start : start + FLUSH_EVENTS]
+            for event in chunk:
+                self.delivered.record(event)
+            await self.send_frame(chunk)
+
+    async def send_json(self, content: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(content))
+
+    # -- what subclasses decide ---------------------------------------------------------------
+    async def open_stream(self, user: Any, token: ApiToken | None, query: dict[str, str]) -> int | None:
+        """Check access and set ``group`` and the starting point; a close code to refuse."""
+        raise NotImplementedError
+
+    async def replay(self) -> bool:
+        """Send stored events the client asked for; whether anything was sent."""
+        raise NotImplementedError
+
+    async def catch_up(self) -> None:
+        """Send every stored event after what was delivered."""
+        raise NotImplementedError
+
+    async def audit(self) -> None:
+        raise NotImplementedError
+
+    def cursor(self) -> Any:
+        raise NotImplementedError
+
+    async def send_frame(self, events: list[dict[str, Any]]) -> None:
+        await self.send_json({"type": "events", "events": events, "cursor": self.cursor()})
+
+    async def send_resync(self) -> None:
+        await self.send_json({"type": "resync", "cursor": self.cursor()})
+
+
+class JobStreamConsumer(_EventStream):
+    """One job's events; the cursor is the job's last seq sent."""
+
+    lenient_after = False
+
+    async def open_stream(self, user: Any, token: ApiToken | None, query: dict[str, str]) -> int | None:
+        job = await _authorized_job(user, token, self.scope["url_route"]["kwargs"]["job_id"])
+        if job is None:
+            return CLOSE_NOT_FOUND
+        try:
+            after = max(0, int(query.get("after", "0")))
+        except ValueError:
+            if not self.lenient_after:
+                return CLOSE_BAD_CURSOR
+            after = 0
+        self.job_id = str(job.pk)
+        self.group = job_group(job.pk)
+        self.delivered.seqs[self.job_id] = after
+        return None
+
+    async def replay(self) -> bool:
+        self.delivered.seqs[self.job_id] = await _job_replay_start(self.job_id, self.cursor())
+        return await self._send_stored()
+
+    async def catch_up(self) -> None:
+        await self._send_stored()
+
+    async def audit(self) -> None:
+        await self._send_stored()
+
+    async def _send_stored(self) -> bool:
+        sent = False
+        while True:
+            events = await _job_events_after(self.job_id, self.cursor())
+            await self.send_events(events)
+            sent = sent or bool(events)
+            if len(events) < PAGE:
+                return sent
+
+    def cursor(self) -> int:
+        return self.delivered.seqs[self.job_id]
+
+
+class LegacyJobStreamConsumer(JobStreamConsumer):
+    """``/ws/jobs/<id>/``: the frame shape the dashboard parses (frontend/src/live/eventLog.ts)."""
+
+    lenient_after = True
+
+    async def send_frame(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            payload = {k: v for k, v in event.items() if k != "job_id"}
+            await self.send_json({"type": "event", "event": payload})
+
+    async def send_resync(self) -> None:
+        """Nothing to say: the events that follow come from the database, in order."""
+
+
+class TenantStreamConsumer(_EventStream):
+    """Every event of every job of one tenant. The cursor is ``Delivered.encode()``: opaque to
+    clients, who send back the last one they got."""
+
+    async def open_stream(self, user: Any, token: ApiToken | None, query: dict[str, str]) -> int | None:
+        tenant_id = await _authorized_tenant(user, token, query.get("tenant"))
+        if tenant_id is None:
+            return CLOSE_FORBIDDEN
+        self.resuming = "after" in query
+        if self.resuming:
+            try:
+                self.delivered = Delivered.decode(query["after"])
+            except ValueError:
+                return CLOSE_BAD_CURSOR
+        self.tenant_id = tenant_id
+        self.group = tenant_group(tenant_id)
+        self.mark: int | None = None  # latest event id at the previous audit
+        return None
+
+    async def replay(self) -> bool:
+        if not self.resuming:
+            self.delivered.floor = await _latest_event_id()  # after joining the group: no gap
+            return False
+        if await _tenant_backlog_over(self.tenant_id, self.delivered.floor, REPLAY_LIMIT):
+            # Too far behind to replay: start from now and say so; the client reloads its state.
+            self.delivered = Delivered(floor=await _latest_event_id())
+            await self.send_json({"type": "reset", "cursor": self.cursor()})
+            return True
+        return await self._send_stored(upto=None)
+
+    async def catch_up(self) -> None:
+        await self._send_stored(upto=None)
+
+    async def audit(self) -> None:
+        """Send stored events up to the id seen at the previous audit that never came live,
+        then raise the floor to it: by now everything below it has committed (ids are taken at
+        insert time, an audit period earlier). Jobs sent nothing above it leave the cursor."""
+        mark = await _latest_event_id()
+        if self.mark is not None and self.mark > self.delivered.floor:
+            await self._send_stored(upto=self.mark)
+            last_ids = await _last_sent_ids(self.delivered.seqs)
+            seqs = self.delivered.seqs
+            for job_id in list(seqs):
+                if last_ids.get(job_id, 0) <= self.mark:
+                    del seqs[job_id]
+            self.delivered.floor = self.mark
+        self.mark = mark
+
+    async def _send_stored(self, upto: int | None) -> bool:
+        """Stored events above the floor (up to ``upto``) not sent yet, oldest first."""
+        position, sent = self.delivered.floor, False
+        while True:
+            keys = await _tenant_event_keys(self.tenant_id, position, upto)
+            unsent = [i for i, job_id, seq in keys if self.delivered.is_new(job_id, seq)]
+            if unsent:
+                await self.send_events(await _events_by_id(unsent))
+                sent = True
+            if len(keys) < PAGE:
+                return sent
+            position = keys[-1][0]
+
+    def cursor(self) -> str:
+        return self.delivered.encode()

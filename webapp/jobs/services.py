@@ -120,10 +120,14 @@ def _admit_soon() -> None:
     transaction.on_commit(lambda: admission_tick.delay())
 
 
+def latest_checkpoint_step(job: Job) -> int:
+    latest = JobCheckpoint.objects.filter(job=job).order_by("-step").values_list("step", flat=True).first()
+    return max(job.start_step, latest or 0)
+
+
 def engine_spec(job: Job) -> dict[str, Any]:
     """The spec the engine gets: the stored one, started after the job's latest checkpoint."""
-    latest = JobCheckpoint.objects.filter(job=job).order_by("-step").values_list("step", flat=True).first()
-    start = max(job.start_step, latest or 0)
+    start = latest_checkpoint_step(job)
     spec = dict(job.spec)
     if start and start < job.total_steps:
         spec["trainer"] = {**dict(spec.get("trainer") or {}), "start_step": start}
@@ -366,6 +370,9 @@ def _store_metrics(job_id: str, step: int, values: dict[str, float], source: str
     job = Job.objects.select_for_update().filter(pk=job_id).first()
     if job is None:
         return
+    # Billed per engine event, before the step dedupe: a step redone after a recovery ran
+    # (and used GPUs) twice, though its metrics are kept once.
+    usage_record(job=job, gpu_seconds=float(values.get("usage/device_seconds", 0.0)), step=step, source=source)
     try:
         with transaction.atomic():
             JobMetrics.objects.create(job=job, step=step, values=values)
@@ -374,7 +381,6 @@ def _store_metrics(job_id: str, step: int, values: dict[str, float], source: str
     if step > job.current_step:
         job.current_step = step
         job.save(update_fields=["current_step"])
-    usage_record(job=job, gpu_seconds=float(values.get("usage/device_seconds", 0.0)), step=step, source=source)
     save_freq = int(job.resolved_spec.get("trainer", {}).get("save_freq", 0) or 0)
     if step == job.total_steps or (save_freq and step % save_freq == 0):
         _checkpoint(job_id, step)

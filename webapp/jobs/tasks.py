@@ -8,6 +8,7 @@ from celery import shared_task
 
 from webapp import engine_gateway
 from webapp.jobs import admission, services
+from webapp.jobs import reconcile as reconcile_module
 from webapp.jobs.models import Job, JobStatus
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,7 @@ def dispatch_job(self, job_id: str) -> str:  # type: ignore[no-untyped-def]
     """Hand an admitted job to the engine. Safe to run twice: the engine ignores a known id
     (and resumes a paused one), and a job that is no longer admitted and queued is skipped."""
     job = Job.objects.filter(pk=job_id).first()
-    if job is None or job.status != JobStatus.QUEUED or job.admitted_at is None:
+    if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RECOVERING) or job.admitted_at is None:
         return "skipped"
     try:
         engine_gateway.submit_pipeline(job_id=job_id, spec=services.engine_spec(job))
@@ -72,6 +73,19 @@ def admission_tick() -> int:
     except Exception:
         logger.exception("admission pass failed; the next one retries")
         return 0
+
+
+@shared_task(name="jobs.reconcile", acks_late=True, ignore_result=True)
+def reconcile() -> str:
+    """Make the engine and the database agree after crashes (beat, every few seconds)."""
+    try:
+        return str(reconcile_module.reconcile())
+    except (ConnectionError, TimeoutError) as exc:
+        logger.warning("reconcile: engine unreachable (%s); next pass retries", exc)
+        return "engine unreachable"
+    except Exception:
+        logger.exception("reconcile pass failed; the next one retries")
+        return "failed"
 
 
 @shared_task(name="jobs.pump_engine_events", acks_late=True, ignore_result=True)

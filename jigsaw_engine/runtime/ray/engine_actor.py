@@ -39,6 +39,9 @@ class EngineActor:
     def pause(self, pipeline_id: str) -> bool:
         return self._engine.pause(pipeline_id)
 
+    def pipeline_states(self) -> dict[str, str]:
+        return self._engine.pipeline_states()
+
     def events_since(self, cursor: int, limit: int) -> dict[str, Any]:
         batch = self._engine.events_since(cursor, limit)
         return {
@@ -97,6 +100,10 @@ class RayEngineClient:
 
     def pause(self, pipeline_id: str) -> bool:
         return bool(self._get(self._actor.pause.remote(pipeline_id)))
+
+    def pipeline_states(self) -> dict[str, str]:
+        states: dict[str, str] = self._get(self._actor.pipeline_states.remote())
+        return states
 
     def events_since(self, cursor: int, limit: int = 1000) -> EventBatch:
         raw = self._get(self._actor.events_since.remote(cursor, limit))

@@ -37,6 +37,7 @@ from webapp.jobs.api.serializers import (
 from webapp.jobs.errors import ServiceError
 from webapp.jobs.models import Job, JobStatus
 from webapp.tenancy import TenantScoped, resolve_tenant
+from webapp.throttling import JobCreateRateThrottle
 
 
 class JobCursorPagination(CursorPagination):
@@ -56,6 +57,12 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
     permission_classes = [TenantScoped]
     pagination_class = JobCursorPagination
     lookup_value_regex = "[0-9a-fA-F-]{32,36}"
+
+    def get_throttles(self) -> list[Any]:
+        throttles = super().get_throttles()
+        if self.action in ("create", "clone"):
+            throttles.append(JobCreateRateThrottle())
+        return throttles
 
     def get_queryset(self) -> Any:
         tenant, _, _ = resolve_tenant(self.request)

@@ -1,0 +1,93 @@
+"""The reconciler repairs what crashes leave behind: a lost dispatch, a restarted engine, a
+lost cancel, and a pipeline the database no longer accounts for."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from tests.engine.builders import make_spec
+from webapp import engine_gateway
+from webapp.jobs import admission, reconcile, services
+from webapp.jobs.models import Job, JobCheckpoint, JobStatus
+from webapp.jobs.tasks import dispatch_job
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture()
+def slow_engine() -> Any:
+    """A real in-process engine at wall-clock speed: nothing finishes during a test."""
+    before = settings.ENGINE_SPEED
+    settings.ENGINE_SPEED = 1.0
+    engine_gateway.reset_engine_host()
+    yield
+    settings.ENGINE_SPEED = before
+    engine_gateway.reset_engine_host()
+
+
+def admitted_job(actor: Any, **spec: Any) -> Job:
+    job = services.job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec(**spec))
+    admission.admission_tick()
+    job.refresh_from_db()
+    assert job.admitted_at is not None
+    return job
+
+
+def age(job: Job, seconds: float) -> None:
+    Job.objects.filter(pk=job.pk).update(admitted_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def test_a_lost_dispatch_is_sent_again_after_a_grace_period(make_actor, slow_engine) -> None:
+    job = admitted_job(make_actor("acme"))  # its dispatch task never ran (no worker)
+    assert reconcile.reconcile().redispatched == []  # too early to call it lost
+    age(job, reconcile.DISPATCH_GRACE_S + 1)
+    assert reconcile.reconcile().redispatched == [str(job.pk)]
+    assert dispatch_job(str(job.pk)) == "dispatched"
+    assert engine_gateway.pipeline_states()[str(job.pk)] in ("queued", "starting", "running")
+    assert reconcile.reconcile().redispatched == []  # the engine has it now
+
+
+def test_after_an_engine_restart_running_jobs_recover_from_their_checkpoint(make_actor, slow_engine) -> None:
+    job = admitted_job(make_actor("acme"), trainer={"total_steps": 20})
+    dispatch_job(str(job.pk))
+    services.engine_events_pump()
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, current_step=7)
+    JobCheckpoint.objects.create(job=job, step=5)
+
+    engine_gateway.reset_engine_host()  # the engine process died: a new one knows nothing
+    age(job, reconcile.DISPATCH_GRACE_S + 1)
+    result = reconcile.reconcile()
+    assert result.redispatched == [str(job.pk)]
+    job.refresh_from_db()
+    assert job.status == JobStatus.RECOVERING and "resuming after step 5" in job.status_reason
+    assert job.attempt == 2
+    assert services.engine_spec(job)["trainer"]["start_step"] == 5
+    assert dispatch_job(str(job.pk)) == "dispatched"
+    assert str(job.pk) in engine_gateway.pipeline_states()
+
+
+def test_lost_cancel_and_pause_requests_are_settled_or_resent(make_actor, slow_engine) -> None:
+    actor = make_actor("acme")
+    never_ran = admitted_job(actor)
+    services.job_cancel(job=never_ran)  # the cancel task is lost too
+    running = admitted_job(actor)
+    dispatch_job(str(running.pk))
+    services.job_pause(job=running)
+    result = reconcile.reconcile()
+    assert result.settled == {str(never_ran.pk): JobStatus.CANCELLED}
+    assert result.resent == [str(running.pk)]
+    never_ran.refresh_from_db()
+    assert never_ran.status == JobStatus.CANCELLED and never_ran.admitted_at is None
+
+
+def test_a_pipeline_the_database_does_not_hold_is_cancelled_on_the_engine(make_actor, slow_engine) -> None:
+    job = admitted_job(make_actor("acme"))
+    dispatch_job(str(job.pk))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED, admitted_at=None)  # a crash between
+    assert reconcile.reconcile().orphans_cancelled == [str(job.pk)]
+    assert engine_gateway.pipeline_states()[str(job.pk)] == "cancelled"

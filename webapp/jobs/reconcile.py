@@ -1,0 +1,107 @@
+"""The reconciler: Postgres is the source of truth, and after any crash (a lost Celery task,
+a restarted engine, a dropped event) this pass makes the engine and the database agree.
+
+Run on beat under its own advisory lock (one leader). For every job that holds capacity it
+compares the database's status with the engine's:
+
+- unknown to the engine, admitted more than ``DISPATCH_GRACE_S`` ago: the dispatch was lost
+  (queued) or the engine restarted (running): re-dispatch, from the latest checkpoint, with
+  the job ``recovering`` if it had started;
+- unknown to the engine while cancelling or pausing: nothing runs, so it is cancelled or paused;
+- cancelling or pausing while the engine still runs it: the request is sent again.
+
+And the other way: a pipeline the engine runs for a job the database holds as ended, paused
+or unknown is cancelled there (it would use capacity nobody accounts for).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from webapp import engine_gateway
+from webapp.jobs import services
+from webapp.jobs.admission import holding_jobs
+from webapp.jobs.models import Job, JobStatus
+
+logger = logging.getLogger(__name__)
+
+RECONCILE_LOCK_KEY = 0x4A5247_02
+DISPATCH_GRACE_S = 30.0
+"""How long an admitted job may take to appear on the engine before its dispatch counts as lost."""
+
+_ENGINE_RUNNING = {"queued", "starting", "running"}
+
+
+@dataclass
+class ReconcileResult:
+    leader: bool = True
+    redispatched: list[str] = field(default_factory=list)
+    settled: dict[str, str] = field(default_factory=dict)
+    """Job id -> the status it was moved to because the engine no longer has it."""
+    resent: list[str] = field(default_factory=list)
+    orphans_cancelled: list[str] = field(default_factory=list)
+
+
+def _try_lock() -> bool:
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [RECONCILE_LOCK_KEY])
+        return bool(cursor.fetchone()[0])
+
+
+def reconcile() -> ReconcileResult:
+    from webapp.jobs.tasks import cancel_job, dispatch_job, pause_job
+
+    services.engine_events_pump()  # first take in whatever the engine already said
+    result = ReconcileResult()
+    with transaction.atomic():
+        if not _try_lock():
+            return ReconcileResult(leader=False)
+        states = engine_gateway.pipeline_states()
+        grace = timezone.now() - timedelta(seconds=DISPATCH_GRACE_S)
+        for job in holding_jobs().select_for_update(skip_locked=True):
+            job_id, engine_state = str(job.pk), states.get(str(job.pk))
+            if engine_state is None:
+                if job.status == JobStatus.CANCELLING:
+                    services.job_transition(job_id=job_id, to=JobStatus.CANCELLED, reason="cancelled (not running)")
+                    result.settled[job_id] = JobStatus.CANCELLED
+                elif job.status == JobStatus.PAUSING:
+                    services.job_transition(job_id=job_id, to=JobStatus.PAUSED, reason="paused (not running)")
+                    result.settled[job_id] = JobStatus.PAUSED
+                elif job.admitted_at is not None and job.admitted_at < grace:
+                    _redispatch(job)
+                    transaction.on_commit(lambda j=job_id: dispatch_job.delay(j))
+                    result.redispatched.append(job_id)
+            elif engine_state in _ENGINE_RUNNING and job.status == JobStatus.CANCELLING:
+                transaction.on_commit(lambda j=job_id: cancel_job.delay(j))
+                result.resent.append(job_id)
+            elif engine_state in _ENGINE_RUNNING and job.status == JobStatus.PAUSING:
+                transaction.on_commit(lambda j=job_id: pause_job.delay(j))
+                result.resent.append(job_id)
+        holding = {str(pk) for pk in holding_jobs().values_list("pk", flat=True)}
+        for job_id, engine_state in states.items():
+            if engine_state in _ENGINE_RUNNING and job_id not in holding:
+                engine_gateway.cancel_pipeline(job_id=job_id)
+                result.orphans_cancelled.append(job_id)
+    if result.redispatched or result.settled or result.orphans_cancelled:
+        logger.warning("reconciled: %s", result)
+    return result
+
+
+def _redispatch(job: Job) -> None:
+    """Mark a job the engine lost; the dispatch (after commit) starts it from its checkpoint."""
+    if job.status in (JobStatus.STARTING, JobStatus.RUNNING):
+        services.job_transition(
+            job_id=job.pk,
+            to=JobStatus.RECOVERING,
+            reason=f"the engine lost it; resuming after step {services.latest_checkpoint_step(job)}",
+        )
+    job.admitted_at = timezone.now()
+    job.attempt += 1
+    Job.objects.filter(pk=job.pk).update(admitted_at=job.admitted_at, attempt=job.attempt)
