@@ -1,0 +1,88 @@
+"""The Django admin edits quotas and memberships and revokes tokens, and every such change
+lands in the audit log, as it does through the admin API."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tenants.models import ApiToken, AuditLog
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class FormValues(HTMLParser):
+    """The values a browser would submit for the page's main form."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, str] = {}
+        self._select: str | None = None
+        self._textarea: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        name = a.get("name")
+        if tag == "input" and name and a.get("type") not in ("submit", "button", "checkbox"):
+            self.values[name] = a.get("value", "")
+        elif tag == "input" and name and a.get("type") == "checkbox" and "checked" in a:
+            self.values[name] = "on"
+        elif tag == "select" and name:
+            self._select = name
+        elif tag == "option" and self._select and "selected" in a:
+            self.values[self._select] = a.get("value", "")
+        elif tag == "textarea" and name:
+            self._textarea = name
+            self.values[name] = ""
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea:
+            self.values[self._textarea] += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+
+
+def form_of(client: Client, url: str) -> dict[str, str]:
+    parser = FormValues()
+    parser.feed(client.get(url).content.decode())
+    parser.values.pop("csrfmiddlewaretoken", None)
+    return parser.values
+
+
+def test_quota_and_membership_edits_in_the_admin_are_audited(make_actor: Any, admin_user: Any) -> None:
+    actor = make_actor("acme")
+    c = Client()
+    c.force_login(admin_user)
+    url = f"/admin/tenants/tenant/{actor.tenant.pk}/change/"
+    form = form_of(c, url)
+    assert form["quota-0-max_running_jobs"] == "4"
+    form["quota-0-max_running_jobs"] = "2"
+    form["memberships-0-role"] = "viewer"
+    response = c.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    quota_entry = AuditLog.objects.get(action="quota.update", actor=admin_user)
+    assert quota_entry.data == {"max_running_jobs": {"from": 4, "to": 2}}
+    member_entry = AuditLog.objects.get(action="membership.set", actor=admin_user)
+    assert member_entry.data == {"role": "viewer"} and member_entry.target == actor.user.username
+
+
+def test_tokens_are_revoked_from_the_admin_with_an_audit_entry(make_actor: Any, admin_user: Any) -> None:
+    actor = make_actor("acme")
+    token = ApiToken.objects.get(tenant=actor.tenant)
+    c = Client()
+    c.force_login(admin_user)
+    response = c.post(
+        "/admin/tenants/apitoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]}, follow=True
+    )
+    assert response.status_code == 200
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+    assert AuditLog.objects.filter(action="api_token.revoke", target=token.key_id, actor=admin_user).exists()
+    assert c.get("/admin/tenants/apitoken/add/").status_code == 403  # secrets are minted by the API only
