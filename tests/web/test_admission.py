@@ -215,3 +215,48 @@ def test_idempotency_under_50_parallel_requests(make_actor) -> None:
     assert {s for s, _ in results} <= {201, 409}
     assert all(i == job_id for s, i in results if s == 201)
     assert any(s == 201 for s, _ in results)
+
+
+def test_list_endpoints_use_a_fixed_number_of_queries(make_actor, admin_user) -> None:
+    """Query-count baselines: more rows must not mean more queries (no N+1)."""
+    from django.test.utils import CaptureQueriesContext
+
+    from tenants.services import api_token_create
+
+    a = make_actor("acme")
+    quota(a, max_queued_jobs=100)
+    tenant_client = APIClient()
+    tenant_client.credentials(HTTP_AUTHORIZATION=f"Bearer {a.token}")
+    admin_client = APIClient()
+    admin_client.force_login(admin_user)
+    routes = [
+        (tenant_client, "/api/v1/jobs"),
+        (tenant_client, "/api/v1/api-keys"),
+        (tenant_client, "/api/v1/usage"),
+        (admin_client, "/api/v1/admin/queue"),
+        (admin_client, "/api/v1/admin/tenants"),
+        (admin_client, "/api/v1/admin/audit"),
+    ]
+
+    def grow(n: int) -> None:
+        for i in range(n):
+            job = submit(a, 1, name=f"g{i}")
+            UsageRecord.objects.create(
+                job=job, tenant=a.tenant, device_type="h100", gpu_seconds=1.0, source=f"test:{job.pk}"
+            )
+            api_token_create(tenant=a.tenant, user=a.user, name=f"k{i}")
+        make_actor(f"t{Job.objects.count()}")  # one more tenant for the admin lists
+
+    def counts() -> list[int]:
+        out = []
+        for client, url in routes:
+            with CaptureQueriesContext(connection) as ctx:
+                assert client.get(url).status_code == 200, url
+            out.append(len(ctx.captured_queries))
+        return out
+
+    grow(2)
+    counts()  # warm: a token's first use of the minute records last_used_at
+    small = counts()
+    grow(4)
+    assert counts() == small, dict(zip([u for _, u in routes], small, strict=True))

@@ -125,7 +125,7 @@ def test_event_stream_replays_after_last_event_id_and_ends_with_the_job(make_act
     services.job_transition(job_id=job_id, to=JobStatus.CANCELLED, reason="cancelled by test")
     r = c.get(f"/api/v1/jobs/{job_id}/events/stream", HTTP_ACCEPT="text/event-stream", HTTP_LAST_EVENT_ID="1")
     assert r.status_code == 200 and r["Content-Type"] == "text/event-stream"
-    body = b"".join(r.streaming_content).decode()
+    body = b"".join(r).decode()
     ids = [int(line[4:]) for line in body.splitlines() if line.startswith("id: ")]
     assert ids == list(range(2, Job.objects.get(pk=job_id).last_event_seq + 1))
     assert '"status": "cancelled"' in body and body.rstrip().endswith("event: end\ndata: {}")
@@ -251,3 +251,24 @@ def test_too_many_submits_get_429_with_retry_after(make_actor, monkeypatch) -> N
     assert c.get("/api/v1/jobs").status_code == 200  # reading is limited separately
     other = client_for(make_actor("globex").token)
     new_job(other)  # another caller has its own budget
+
+
+@pytest.mark.slow
+def test_event_stream_is_live_over_a_real_server(make_actor, live_server_url, engine_speed) -> None:
+    """Frames arrive while the job runs, not when it ends (ASGI streams an async iterator)."""
+    import httpx
+
+    engine_speed(1.0)  # real time: the job is still starting when the first frames arrive
+    actor = make_actor("acme")
+    job_id = new_job(client_for(actor.token))["id"]
+    headers = {"Authorization": f"Bearer {actor.token}", "Accept": "text/event-stream"}
+    with httpx.stream("GET", f"{live_server_url}/api/v1/jobs/{job_id}/events/stream", headers=headers, timeout=10) as r:
+        assert r.status_code == 200
+        ids = []
+        for line in r.iter_lines():
+            if line.startswith("id: "):
+                ids.append(int(line[4:]))
+            if len(ids) >= 2:
+                break
+    assert ids[:2] == [1, 2]
+    assert Job.objects.get(pk=job_id).status not in ("succeeded", "failed", "cancelled")

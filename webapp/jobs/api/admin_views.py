@@ -19,7 +19,7 @@ from tenants.models import ApiToken, AuditLog, BudgetAction, Tenant
 from tenants.services import quota_update
 from webapp import engine_gateway
 from webapp.jobs.admission import capacity_summary, queue_summary
-from webapp.jobs.api.account_views import tenant_quota_report
+from webapp.jobs.api.account_views import quota_reports, tenant_quota_report
 from webapp.jobs.tasks import admission_tick
 
 
@@ -39,8 +39,9 @@ class AdminTenantsView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
-        tenants = Tenant.objects.order_by("slug")
-        return Response({"results": [{"name": t.name, **tenant_quota_report(t)} for t in tenants]})
+        tenants = list(Tenant.objects.order_by("slug"))
+        reports = quota_reports(tenants)
+        return Response({"results": [{"name": t.name, **r} for t, r in zip(tenants, reports, strict=True)]})
 
 
 class QuotaInput(serializers.Serializer):

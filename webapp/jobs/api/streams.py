@@ -7,11 +7,13 @@ stream ends with an ``end`` event once the job is terminal and everything is sen
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -41,27 +43,38 @@ class EventStreamRenderer(BaseRenderer):
         return json.dumps(data).encode()  # errors only: the stream itself is not rendered
 
 
-def _event_frames(job_id: Any, after: int, *, max_s: float = MAX_STREAM_S) -> Iterator[str]:
-    yield "retry: 2000\n\n"
-    started = last_sent = time.monotonic()
+def _events_after(job_id: Any, after: int) -> tuple[list[dict[str, Any]], bool]:
+    """(up to ``BATCH`` stored events after ``after``, whether the job has ended)."""
     try:
-        while time.monotonic() - started < max_s:
-            events = list(JobEvent.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:BATCH])
-            for event in events:
-                after = event.seq
-                yield f"id: {event.seq}\nevent: {event.kind}\ndata: {json.dumps(event_payload(event))}\n\n"
-            if events:
-                last_sent = time.monotonic()
-                continue
-            if Job.objects.filter(pk=job_id, status__in=TERMINAL_STATUSES).exists():
-                yield "event: end\ndata: {}\n\n"
-                return
-            if time.monotonic() - last_sent > HEARTBEAT_S:
-                yield ": keep-alive\n\n"
-                last_sent = time.monotonic()
-            time.sleep(POLL_S)
+        events = [
+            event_payload(e) for e in JobEvent.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:BATCH]
+        ]
+        ended = not events and Job.objects.filter(pk=job_id, status__in=TERMINAL_STATUSES).exists()
+        return events, ended
     finally:
         close_old_connections()
+
+
+async def _event_frames(job_id: Any, after: int, *, max_s: float = MAX_STREAM_S) -> AsyncIterator[str]:
+    """An async iterator, so that under ASGI each frame goes out as it is made (a sync one
+    would be read to its end before the first byte)."""
+    yield "retry: 2000\n\n"
+    started = last_sent = time.monotonic()
+    while time.monotonic() - started < max_s:
+        events, ended = await sync_to_async(_events_after)(job_id, after)
+        for event in events:
+            after = event["seq"]
+            yield f"id: {event['seq']}\nevent: {event['kind']}\ndata: {json.dumps(event)}\n\n"
+        if events:
+            last_sent = time.monotonic()
+            continue
+        if ended:
+            yield "event: end\ndata: {}\n\n"
+            return
+        if time.monotonic() - last_sent > HEARTBEAT_S:
+            yield ": keep-alive\n\n"
+            last_sent = time.monotonic()
+        await asyncio.sleep(POLL_S)
 
 
 class JobEventStreamView(APIView):

@@ -1,0 +1,36 @@
+"""Every API route the client calls, spelled as the OpenAPI schema spells it.
+
+The client builds URLs only from these, so a test can hold them against the live schema: a
+route renamed on the server fails that test instead of failing users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    method: str
+    template: str
+    # True when sending it twice cannot do the work twice (GETs; a submit carries an
+    # Idempotency-Key), so it may be retried after a response was lost on the way back.
+    retry_safe: bool
+
+    def path(self, **params: str) -> str:
+        return self.template.format(**{name: quote(value, safe="") for name, value in params.items()})
+
+
+JOBS_LIST = Route("GET", "/api/v1/jobs", retry_safe=True)
+JOB_SUBMIT = Route("POST", "/api/v1/jobs", retry_safe=True)
+JOB_GET = Route("GET", "/api/v1/jobs/{id}", retry_safe=True)
+JOB_CANCEL = Route("POST", "/api/v1/jobs/{id}/cancel", retry_safe=False)
+JOB_LOGS = Route("GET", "/api/v1/jobs/{id}/logs", retry_safe=True)
+JOB_EVENTS = Route("GET", "/api/v1/jobs/{id}/events", retry_safe=True)
+QUOTA = Route("GET", "/api/v1/quota", retry_safe=True)
+
+API_ROUTES: tuple[Route, ...] = (JOBS_LIST, JOB_SUBMIT, JOB_GET, JOB_CANCEL, JOB_LOGS, JOB_EVENTS, QUOTA)
+
+# The schema does not list itself.
+SCHEMA = Route("GET", "/api/v1/schema", retry_safe=True)
