@@ -16,8 +16,9 @@ from rest_framework.test import APIClient
 
 from tenants.models import Quota
 from tests.engine.builders import make_spec
+from webapp import engine_gateway
 from webapp.jobs import admission, services
-from webapp.jobs.models import Job, JobStatus, TenantShare, UsageRecord
+from webapp.jobs.models import Job, JobCheckpoint, JobStatus, TenantShare, UsageRecord
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,9 +47,16 @@ def admitted(job: Job) -> bool:
     return job.admitted_at is not None
 
 
-def engine_paused(job: Job) -> None:
-    """What the event pump does when the engine reports the pause at a step boundary."""
-    assert services.job_transition(job_id=job.pk, to=JobStatus.PAUSED, reason="paused after step 2")
+def engine_paused(job: Job, step: int = 2) -> None:
+    """The engine reports the pause at a step boundary, through the event pump's door."""
+    event = engine_gateway.EngineEvent(
+        seq=job.last_event_seq + 1000,
+        pipeline_id=str(job.pk),
+        kind=engine_gateway.EventKind.STATUS,
+        sim_time_s=0.0,
+        data={"status": "paused", "reason": f"paused after step {step}", "step": step},
+    )
+    services.engine_events_ingest(engine_id="test-engine", events=[event], next_cursor=event.seq)
 
 
 def test_borrowing_idle_capacity_then_reclaiming_it_after_a_checkpoint(make_actor) -> None:
@@ -79,8 +87,11 @@ def test_borrowing_idle_capacity_then_reclaiming_it_after_a_checkpoint(make_acto
     assert admission.admission_tick().reclaiming == []  # asked once, not again each pass
 
     engine_paused(lent)
+    lent.refresh_from_db()  # a reclaimed job queues again by itself, to go on from its checkpoint
+    assert lent.status == JobStatus.QUEUED and "reclaimed" in lent.status_reason
+    assert JobCheckpoint.objects.filter(job=lent, step=2).exists()
     assert admission.admission_tick().admitted == [str(theirs.pk)]
-    assert not admitted(lent)  # its capacity went back; resumed, it queues like anyone
+    assert not admitted(lent) and reason(lent) == "capacity"  # globex uses its guarantee now
 
 
 def test_a_waiting_higher_priority_job_is_not_starved_by_smaller_ones(make_actor) -> None:

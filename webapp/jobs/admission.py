@@ -194,7 +194,8 @@ def _reclaim(gpus_needed: int, for_tenant: int) -> list[str]:
         if coming >= gpus_needed:
             break
         if services.job_pause(
-            job=job, reason="reclaimed: its tenant was borrowing capacity another tenant is guaranteed"
+            job=job,
+            reason=f"{services.RECLAIM_REASON}: its tenant was borrowing capacity another tenant is guaranteed",
         ):
             coming += job.num_gpus
             asked.append(str(job.pk))

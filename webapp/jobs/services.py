@@ -299,6 +299,10 @@ def job_cancel(*, job: Job) -> Job:
     return job
 
 
+RECLAIM_REASON = "reclaimed"
+"""Status reason prefix of a job paused to give borrowed GPUs back: it requeues by itself."""
+
+
 def job_pause(*, job: Job, reason: str = "pause requested", quiet: bool = False) -> bool:
     """Ask the job to stop at its next checkpoint; a job not yet admitted pauses at once.
     Returns whether anything changed; raises ``InvalidTransition`` (unless ``quiet``) when a
@@ -352,12 +356,24 @@ def _apply_engine_event(event: engine_gateway.EngineEvent, engine_id: str) -> No
         if to == JobStatus.QUEUED:
             reason = f"capacity: {reason}"
         failure_class = "system" if to == JobStatus.FAILED else ""
+        reclaimed = (
+            to == JobStatus.PAUSED
+            and Job.objects.filter(
+                pk=event.pipeline_id, status=JobStatus.PAUSING, status_reason__startswith=RECLAIM_REASON
+            ).exists()
+        )
         device_s = float(event.data.get("device_seconds", 0.0))
         if device_s > 0:
             _bill(event.pipeline_id, device_s, source)
         job_transition(job_id=event.pipeline_id, to=to, reason=reason, failure_class=failure_class, allow_same=True)
         if to == JobStatus.PAUSED:
             _checkpoint(event.pipeline_id, int(event.data.get("step", 0)))
+        if reclaimed:  # not the user's pause: back in the queue, to continue from the checkpoint
+            job_transition(
+                job_id=event.pipeline_id,
+                to=JobStatus.QUEUED,
+                reason="waiting for admission (its borrowed GPUs were reclaimed)",
+            )
     elif event.kind is engine_gateway.EventKind.METRICS:
         _store_metrics(event.pipeline_id, int(event.data["step"]), dict(event.data["metrics"]), source)
     elif event.kind is engine_gateway.EventKind.LOG:
