@@ -51,6 +51,16 @@ def membership_add(*, tenant: Tenant, user: AbstractBaseUser, role: str = Role.M
 
 
 @transaction.atomic
+def membership_remove(*, tenant: Tenant, user: AbstractBaseUser, actor: Any = None) -> bool:
+    """Remove ``user`` from ``tenant``; their tokens for it are revoked with them."""
+    deleted, _ = Membership.objects.filter(tenant=tenant, user=user).delete()
+    if deleted:
+        ApiToken.objects.filter(tenant=tenant, user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        audit_record(tenant=tenant, actor=actor, action="membership.delete", target=str(user))
+    return bool(deleted)
+
+
+@transaction.atomic
 def api_token_create(
     *,
     tenant: Tenant,

@@ -272,3 +272,36 @@ def test_event_stream_is_live_over_a_real_server(make_actor, live_server_url, en
                 break
     assert ids[:2] == [1, 2]
     assert Job.objects.get(pk=job_id).status not in ("succeeded", "failed", "cancelled")
+
+
+def test_admin_creates_tenants_manages_members_and_reads_all_usage(make_actor, admin_user) -> None:
+    from django.contrib.auth import get_user_model
+
+    from tenants.models import ApiToken, Membership
+
+    a = make_actor("acme")
+    admin = APIClient()
+    admin.force_login(admin_user)
+    r = admin.post(
+        "/api/v1/admin/tenants",
+        {"slug": "initech", "name": "Initech", "quota": {"guaranteed_gpus": {"h100": 2}}},
+        format="json",
+    )
+    assert r.status_code == 201 and r.json()["limits"]["guaranteed_gpus"] == {"h100": 2}
+    dup = admin.post("/api/v1/admin/tenants", {"slug": "initech", "name": "again"}, format="json")
+    assert dup.status_code == 400 and dup.json()["error"]["details"][0]["field"] == "slug"
+
+    bob = get_user_model().objects.create_user(username="bob", password="pw-bob-bob-bob")
+    put = admin.put("/api/v1/admin/tenants/initech/members/bob", {"role": "member"}, format="json")
+    assert put.status_code == 200 and Membership.objects.get(user=bob).role == "member"
+    assert admin.put("/api/v1/admin/tenants/initech/members/bob", {"role": "god"}, format="json").status_code == 400
+
+    # Removing a member revokes their tokens for that tenant.
+    assert admin.delete(f"/api/v1/admin/tenants/acme/members/{a.user.username}").status_code == 204
+    assert ApiToken.objects.get(tenant=a.tenant).revoked_at is not None
+    assert client_for(a.token).get("/api/v1/jobs").status_code == 401
+    actions = set(AuditLog.objects.values_list("action", flat=True))
+    assert {"tenant.create", "membership.set", "membership.delete"} <= actions
+
+    usage = admin.get("/api/v1/admin/usage").json()
+    assert usage["gpu_hours_by_tenant"] == {}

@@ -81,7 +81,7 @@ def callers(b: Any) -> dict[str, APIClient]:
 def test_every_route_refuses_another_tenants_objects(two_tenants: tuple[Any, Any, Job]) -> None:
     a, b, job = two_tenants
     key_a = ApiToken.objects.get(tenant=a.tenant).key_id
-    ids = {"pk": str(job.pk), "key_id": key_a, "slug": a.tenant.slug}
+    ids = {"pk": str(job.pk), "key_id": key_a, "slug": a.tenant.slug, "username": a.user.username}
     before = Job.objects.filter(pk=job.pk).values().get()
     checked = []
     for route, pattern in api_routes():

@@ -77,7 +77,7 @@ def quota_reports(tenants: list[Any]) -> list[dict[str, Any]]:
     return reports
 
 
-def _parse_day(request: Request, name: str, default: datetime) -> datetime:
+def parse_day(request: Request, name: str, default: datetime) -> datetime:
     raw = request.query_params.get(name)
     if not raw:
         return default
@@ -100,8 +100,8 @@ class UsageView(APIView):
     def get(self, request: Request) -> Response:
         tenant, _, _ = resolve_tenant(request)
         now = timezone.now()
-        since = _parse_day(request, "since", month_start(now))
-        until = _parse_day(
+        since = parse_day(request, "since", month_start(now))
+        until = parse_day(
             request, "until", (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
         )
         if until <= since:

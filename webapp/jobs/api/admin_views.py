@@ -4,8 +4,12 @@ global queue with reasons, the cluster, the audit log. Staff only; a token also 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db.models import Sum
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers
@@ -15,12 +19,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tenants.models import ApiToken, AuditLog, BudgetAction, Tenant
-from tenants.services import quota_update
+from tenants.models import ApiToken, AuditLog, BudgetAction, Role, Tenant
+from tenants.services import membership_add, membership_remove, quota_update, tenant_create
 from webapp import engine_gateway
 from webapp.jobs.admission import capacity_summary, queue_summary
-from webapp.jobs.api.account_views import quota_reports, tenant_quota_report
+from webapp.jobs.api.account_views import parse_day, quota_reports, tenant_quota_report
+from webapp.jobs.models import UsageRecord
 from webapp.jobs.tasks import admission_tick
+from webapp.jobs.usage import month_start
 
 
 class IsClusterAdmin(permissions.BasePermission):
@@ -32,16 +38,6 @@ class IsClusterAdmin(permissions.BasePermission):
             return False
         token = request.auth if isinstance(request.auth, ApiToken) else None
         return token is None or "admin" in token.scopes
-
-
-class AdminTenantsView(APIView):
-    permission_classes = [IsClusterAdmin]
-
-    @extend_schema(responses=OpenApiTypes.OBJECT)
-    def get(self, request: Request) -> Response:
-        tenants = list(Tenant.objects.order_by("slug"))
-        reports = quota_reports(tenants)
-        return Response({"results": [{"name": t.name, **r} for t, r in zip(tenants, reports, strict=True)]})
 
 
 class QuotaInput(serializers.Serializer):
@@ -79,6 +75,37 @@ class QuotaInput(serializers.Serializer):
         return value
 
 
+class TenantCreateInput(serializers.Serializer):
+    slug = serializers.SlugField(max_length=63)
+    name = serializers.CharField(max_length=200)
+    quota = QuotaInput(required=False)
+
+    def validate_slug(self, value: str) -> str:
+        if Tenant.objects.filter(slug=value).exists():
+            raise serializers.ValidationError(f"a tenant {value!r} already exists")
+        return value
+
+
+class AdminTenantsView(APIView):
+    permission_classes = [IsClusterAdmin]
+
+    @extend_schema(request=TenantCreateInput, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        body = TenantCreateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        tenant = tenant_create(
+            slug=data["slug"], name=data["name"], actor=request.user, quota=dict(data.get("quota", {}))
+        )
+        return Response({"name": tenant.name, **tenant_quota_report(tenant)}, status=201)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        tenants = list(Tenant.objects.order_by("slug"))
+        reports = quota_reports(tenants)
+        return Response({"results": [{"name": t.name, **r} for t, r in zip(tenants, reports, strict=True)]})
+
+
 class AdminQuotaView(APIView):
     permission_classes = [IsClusterAdmin]
 
@@ -100,6 +127,58 @@ class AdminQuotaView(APIView):
         quota_update(tenant=tenant, changes=dict(body.validated_data), actor=request.user)
         admission_tick.delay()  # a larger quota may let queued jobs in now
         return Response(tenant_quota_report(tenant))
+
+
+class MemberInput(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.values)
+
+
+class AdminMemberView(APIView):
+    """Put a user in a tenant with a role, or take them out (their tokens for it are revoked)."""
+
+    permission_classes = [IsClusterAdmin]
+
+    def _target(self, slug: str, username: str) -> tuple[Tenant, Any]:
+        tenant = Tenant.objects.filter(slug=slug).first()
+        user = get_user_model().objects.filter(username=username).first()
+        if tenant is None or user is None:
+            raise NotFound()
+        return tenant, user
+
+    @extend_schema(request=MemberInput, responses=OpenApiTypes.OBJECT)
+    def put(self, request: Request, slug: str, username: str) -> Response:
+        tenant, user = self._target(slug, username)
+        body = MemberInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        membership_add(tenant=tenant, user=user, role=body.validated_data["role"], actor=request.user)
+        return Response({"tenant": slug, "user": username, "role": body.validated_data["role"]})
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, slug: str, username: str) -> Response:
+        tenant, user = self._target(slug, username)
+        if not membership_remove(tenant=tenant, user=user, actor=request.user):
+            raise NotFound()
+        return Response(status=204)
+
+
+class AdminUsageView(APIView):
+    permission_classes = [IsClusterAdmin]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        now = timezone.now()
+        since = parse_day(request, "since", month_start(now))
+        until = parse_day(request, "until", now + timedelta(days=1))
+        rows = (
+            UsageRecord.objects.filter(created_at__gte=since, created_at__lt=until)
+            .values("tenant__slug", "device_type")
+            .annotate(s=Sum("gpu_seconds"))
+            .order_by("tenant__slug", "device_type")
+        )
+        by_tenant: dict[str, dict[str, float]] = {}
+        for r in rows:
+            by_tenant.setdefault(r["tenant__slug"], {})[r["device_type"]] = r["s"] / 3600.0
+        return Response({"since": since.isoformat(), "until": until.isoformat(), "gpu_hours_by_tenant": by_tenant})
 
 
 class AdminQueueView(APIView):

@@ -18,6 +18,10 @@ urlpatterns = [
     path("api-keys/<str:key_id>", account_views.ApiKeyDetailView.as_view(), name="api-key"),
     path("admin/tenants", admin_views.AdminTenantsView.as_view(), name="admin-tenants"),
     path("admin/tenants/<slug:slug>/quota", admin_views.AdminQuotaView.as_view(), name="admin-quota"),
+    path(
+        "admin/tenants/<slug:slug>/members/<str:username>", admin_views.AdminMemberView.as_view(), name="admin-member"
+    ),
+    path("admin/usage", admin_views.AdminUsageView.as_view(), name="admin-usage"),
     path("admin/queue", admin_views.AdminQueueView.as_view(), name="admin-queue"),
     path("admin/cluster", admin_views.AdminClusterView.as_view(), name="admin-cluster"),
     path("admin/audit", admin_views.AdminAuditView.as_view(), name="admin-audit"),
