@@ -91,3 +91,12 @@ def test_a_pipeline_the_database_does_not_hold_is_cancelled_on_the_engine(make_a
     Job.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED, admitted_at=None)  # a crash between
     assert reconcile.reconcile().orphans_cancelled == [str(job.pk)]
     assert engine_gateway.pipeline_states()[str(job.pk)] == "cancelled"
+
+
+def test_a_redelivered_dispatch_never_starts_a_pipeline_twice(make_actor, slow_engine) -> None:
+    job = admitted_job(make_actor("acme"))
+    for _ in range(3):  # Celery redelivers after a worker dies mid-task (acks_late)
+        dispatch_job(str(job.pk))
+    _, events, _ = engine_gateway.pull_events(cursor=0, limit=1000)
+    starts = [e for e in events if e.pipeline_id == str(job.pk) and e.data.get("status") == "starting"]
+    assert len(starts) == 1
