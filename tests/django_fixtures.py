@@ -40,6 +40,8 @@ def isolated_redis() -> Iterator[None]:
     }
     settings.REDIS_URL = f"{TEST_REDIS}/6"
     channel_layers.backends.clear()
+    # Test users need no slow password hash (each actor cost up to a second).
+    override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]).enable()
     # Throttle counters too (override_settings resets Django's cache handlers).
     override_settings(
         CACHES={

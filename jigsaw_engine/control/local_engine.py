@@ -100,7 +100,7 @@ class LocalEngine:
         with self._lock:
             info = self._controller.describe()
         info["engine_id"] = self._engine_id
-        info["speed"] = self._speed
+        info["speed"] = None if math.isinf(self._speed) else self._speed  # JSON has no infinity
         return info
 
     def close(self) -> None:

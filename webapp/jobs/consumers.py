@@ -49,6 +49,7 @@ _R = TypeVar("_R")
 
 FLUSH_S = 0.1  # live events go out at most this often...
 FLUSH_EVENTS = 200  # ...or as soon as this many wait; also the most events in one frame
+FRAME_BYTES = 256 * 1024  # a frame holds fewer events when they are this large together
 MAX_PENDING = 5000  # live events held for one client before it has to resync from the database
 REPLAY_LIMIT = 5000  # stored events a (re)connecting client gets at most; see each stream
 PAGE = 500  # stored events read per query
@@ -215,12 +216,22 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.sender = asyncio.create_task(self._send_loop())
 
     async def disconnect(self, code: int) -> None:
-        if self.sender is not None:
-            self.sender.cancel()
+        await self._stop()
+
+    async def _stop(self) -> None:
+        """No more events for this socket: leave the group, end the sender (unless it is the
+        caller). Runs at the disconnect, and at once when the server closes the socket."""
+        group, self.group = self.group, None
+        if group:
+            try:
+                await self.channel_layer.group_discard(group, self.channel_name)
+            except Exception:  # e.g. Redis busy when hundreds close at once: the group entry expires
+                logger.warning("could not leave %s; its membership expires by itself", group, exc_info=True)
+        sender, self.sender = self.sender, None
+        if sender is not None and sender is not asyncio.current_task():
+            sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self.sender
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+                await sender
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         if message["type"] == "job.event":
@@ -236,8 +247,8 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
             await self._close(CLOSE_FLOOD)
 
     async def job_event(self, message: dict[str, Any]) -> None:
-        if self.overflowed:
-            return  # committed before it was published: the coming catch-up reads it
+        if self.overflowed or self.closing:
+            return  # overflowed: it committed before it was published, so the catch-up reads it
         self.pending.append(wire_event(message["job_id"], message["event"]))
         if len(self.pending) > MAX_PENDING:
             self.pending.clear()
@@ -248,18 +259,20 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
 
     async def _close(self, code: int) -> None:
         self.closing = True
+        await self._stop()
         await self.close(code=code)
 
     async def _send_loop(self) -> None:
         loop = asyncio.get_running_loop()
         try:
             if not await self.replay():
-                await self.send_frame([])  # tells the client it is live, and from where
+                await self.send_frame([], [])  # tells the client it is live, and from where
             next_audit = loop.time() + AUDIT_S
             while True:
-                if not await _wait(self.wake, next_audit - loop.time()):
+                if loop.time() >= next_audit:  # checked first: a steady live flow must not starve it
                     await self.audit()
                     next_audit = loop.time() + AUDIT_S
+                if not await _wait(self.wake, next_audit - loop.time()):
                     continue
                 await _wait(self.flush_now, FLUSH_S)  # let a batch gather
                 self.wake.clear()
@@ -271,9 +284,13 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
                     continue
                 batch, self.pending = self.pending, []
                 await self._send_live(batch)
-        except Exception:
-            logger.exception("event stream %s failed; closing so that the client resumes", self.group)
-            await self._close(CLOSE_SERVER_ERROR)
+        except Exception as error:
+            if isinstance(error, OSError):  # most likely the client left mid-send (uvicorn's ClientDisconnected)
+                logger.info("event stream %s: %r", self.group, error)
+            else:
+                logger.exception("event stream %s failed; closing so that the client resumes", self.group)
+            with contextlib.suppress(Exception):
+                await self._close(CLOSE_SERVER_ERROR)
 
     async def _send_live(self, batch: list[dict[str, Any]]) -> None:
         planned = self.delivered.plan_live(batch)
@@ -285,11 +302,26 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         await self.send_events(events)
 
     async def send_events(self, events: list[dict[str, Any]]) -> None:
-        for start in range(0, len(events), FLUSH_EVENTS):
-            chunk = events[start : start + FLUSH_EVENTS]
-            for event in chunk:
-                self.delivered.record(event)
-            await self.send_frame(chunk)
+        """In frames of at most ``FLUSH_EVENTS`` events and, unless one event is larger,
+        ``FRAME_BYTES`` (clients cap frame sizes: 1 MiB by default in Python's websockets)."""
+        chunk: list[dict[str, Any]] = []
+        encoded: list[str] = []
+        size = 0
+        for event in events:
+            text = json.dumps(event)
+            if chunk and (len(chunk) == FLUSH_EVENTS or size + len(text) > FRAME_BYTES):
+                await self._send_chunk(chunk, encoded)
+                chunk, encoded, size = [], [], 0
+            chunk.append(event)
+            encoded.append(text)
+            size += len(text)
+        if chunk:
+            await self._send_chunk(chunk, encoded)
+
+    async def _send_chunk(self, chunk: list[dict[str, Any]], encoded: list[str]) -> None:
+        for event in chunk:
+            self.delivered.record(event)
+        await self.send_frame(chunk, encoded)
 
     async def send_json(self, content: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(content))
@@ -313,8 +345,10 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
     def cursor(self) -> Any:
         raise NotImplementedError
 
-    async def send_frame(self, events: list[dict[str, Any]]) -> None:
-        await self.send_json({"type": "events", "events": events, "cursor": self.cursor()})
+    async def send_frame(self, events: list[dict[str, Any]], encoded: list[str]) -> None:
+        """One frame of ``events`` (``encoded``: each already in JSON, not to encode twice)."""
+        cursor = json.dumps(self.cursor())
+        await self.send(text_data=f'{{"type": "events", "events": [{", ".join(encoded)}], "cursor": {cursor}}}')
 
     async def send_resync(self) -> None:
         await self.send_json({"type": "resync", "cursor": self.cursor()})
@@ -368,7 +402,7 @@ class LegacyJobStreamConsumer(JobStreamConsumer):
 
     lenient_after = True
 
-    async def send_frame(self, events: list[dict[str, Any]]) -> None:
+    async def send_frame(self, events: list[dict[str, Any]], encoded: list[str]) -> None:
         for event in events:
             payload = {k: v for k, v in event.items() if k != "job_id"}
             await self.send_json({"type": "event", "event": payload})

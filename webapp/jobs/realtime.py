@@ -41,9 +41,13 @@ def publish_job_event_on_commit(*, job_id: Any, tenant_id: int, event: dict[str,
         if layer is None:
             return
         message = {"type": "job.event", "job_id": str(job_id), "event": event}
+
+        async def both() -> None:  # one event loop for both sends (each async_to_sync starts one)
+            await layer.group_send(job_group(job_id), message)
+            await layer.group_send(tenant_group(tenant_id), message)
+
         try:
-            async_to_sync(layer.group_send)(job_group(job_id), message)
-            async_to_sync(layer.group_send)(tenant_group(tenant_id), message)
+            async_to_sync(both)()
         except Exception:  # a down channel layer must not fail the write; clients replay
             logger.warning("could not publish event of job %s", job_id, exc_info=True)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Case, Count, IntegerField, OuterRef, QuerySet, Subquery, Value, When
 from django.db.models.functions import Coalesce
 
 from tenants.models import Tenant
@@ -21,11 +21,13 @@ def jobs_for_tenant(*, tenant: Tenant) -> QuerySet[Job]:
         .annotate(n=Count("pk"))
         .values("n")
     )
-    return (
-        Job.objects.filter(tenant=tenant)
-        .select_related("tenant")
-        .annotate(queued_ahead=Coalesce(Subquery(ahead, output_field=IntegerField()), 0))
+    # Only queued rows need a position: CASE keeps Postgres from counting for the others.
+    position = Case(
+        When(status=JobStatus.QUEUED, then=Coalesce(Subquery(ahead, output_field=IntegerField()), 0)),
+        default=Value(None),
+        output_field=IntegerField(),
     )
+    return Job.objects.filter(tenant=tenant).select_related("tenant").annotate(queued_ahead=position)
 
 
 def job_get_for_tenant(*, tenant: Tenant, job_id: Any) -> Job | None:
