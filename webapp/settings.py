@@ -91,7 +91,7 @@ else:
     DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", DEFAULT_DATABASE_URL), conn_max_age=0)}
     DATABASES["default"]["OPTIONS"] = {
         "pool": {
-            "min_size": 1,
+            "min_size": int(env_float("DB_POOL_MIN", 4)),
             "max_size": int(env_float("DB_POOL_MAX", 10)),
             "timeout": env_float("DB_POOL_TIMEOUT_S", 10.0),
         }

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Case, Count, IntegerField, OuterRef, QuerySet, Subquery, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 
 from tenants.models import Tenant
 from webapp.jobs.models import EventKind, Job, JobCheckpoint, JobEvent, JobMetrics, JobStatus
 
 
 def jobs_for_tenant(*, tenant: Tenant) -> QuerySet[Job]:
-    """The tenant's jobs, each annotated with ``queued_ahead`` (queued jobs, of any tenant,
-    submitted before it) so a list shows queue positions without a query per row."""
-    ahead = (
-        Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=OuterRef("created_at"))
-        .order_by()
-        .values("status")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    # Only queued rows need a position: CASE keeps Postgres from counting for the others.
-    position = Case(
-        When(status=JobStatus.QUEUED, then=Coalesce(Subquery(ahead, output_field=IntegerField()), 0)),
-        default=Value(None),
-        output_field=IntegerField(),
-    )
-    return Job.objects.filter(tenant=tenant).select_related("tenant").annotate(queued_ahead=position)
+    return Job.objects.filter(tenant=tenant).select_related("tenant")
 
 
 def job_get_for_tenant(*, tenant: Tenant, job_id: Any) -> Job | None:
@@ -37,12 +23,26 @@ def job_get_for_tenant(*, tenant: Tenant, job_id: Any) -> Job | None:
         return None
 
 
+def queue_positions(jobs: Iterable[Job]) -> dict[Any, int]:
+    """1-based place of each queued job among all queued jobs on the cluster, oldest first
+    (stable as jobs ahead leave), for a whole page in two queries: the count before the
+    page's oldest queued job, then the queued jobs' times within the page's span."""
+    queued = [j for j in jobs if j.status == JobStatus.QUEUED]
+    if not queued:
+        return {}
+    lo, hi = min(j.created_at for j in queued), max(j.created_at for j in queued)
+    waiting = Job.objects.filter(status=JobStatus.QUEUED)
+    before = waiting.filter(created_at__lt=lo).count()
+    within = list(
+        waiting.filter(created_at__gte=lo, created_at__lte=hi)
+        .order_by("created_at")
+        .values_list("created_at", flat=True)
+    )
+    return {j.pk: before + bisect_left(within, j.created_at) + 1 for j in queued}
+
+
 def queue_position(*, job: Job) -> int:
-    """1-based place among all queued jobs on the cluster, oldest first (stable as jobs ahead leave)."""
-    ahead = getattr(job, "queued_ahead", None)
-    if ahead is None:
-        ahead = Job.objects.filter(status=JobStatus.QUEUED, created_at__lt=job.created_at).count()
-    return int(ahead) + 1
+    return queue_positions([job])[job.pk]
 
 
 def job_events_after(*, job: Job, after: int, limit: int = 1000) -> QuerySet[JobEvent]:

@@ -98,7 +98,10 @@ class JobOutput(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_queue_position(self, job: Job) -> int | None:
-        return queue_position(job=job) if job.status == JobStatus.QUEUED else None
+        if job.status != JobStatus.QUEUED:
+            return None
+        positions = self.context.get("queue_positions")  # a list view computes a page's at once
+        return positions[job.pk] if positions and job.pk in positions else queue_position(job=job)
 
     @extend_schema_field(ProgressOutput)
     def get_progress(self, job: Job) -> dict[str, int]:

@@ -88,6 +88,12 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
             raise NotFound()
         return job
 
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None  # always paginated
+        context = {**self.get_serializer_context(), "queue_positions": selectors.queue_positions(page)}
+        return self.get_paginated_response(JobOutput(page, many=True, context=context).data)
+
     @extend_schema(responses=JobOutput)
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
         return Response(JobOutput(self.get_object()).data)
