@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from jigsaw_engine.contracts import EngineHost
 from jigsaw_engine.control.local_engine import LocalEngine
 from jigsaw_engine.errors import FieldError, JigsawError, SpecError
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster, parse_cluster_spec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
-from jigsaw_engine.spec.presets import PRESETS
+from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS
 
 __all__ = [
     "EngineConfig",
@@ -29,25 +29,63 @@ __all__ = [
 ]
 
 
+EngineMode = Literal["simulated", "real"]
+
+
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     cluster: ClusterSpec
     """The shared cluster the engine plans for."""
     speed: float = 1.0
     """Simulated seconds per wall second for simulated pipelines (``inf``: no pacing)."""
+    mode: EngineMode = "simulated"
+    """``simulated``: pipelines run on the cost model's clock. ``real``: tiny models are trained
+    for real on this machine (device_type ``cpu``; a device is a core), on the wall clock."""
+    real_cache_dir: str | None = None
+    """Real mode: where warmed-up tiny start policies are kept between jobs."""
+    real_checkpoint_dir: str | None = None
+    """Real mode: each job checkpoints here after every step (``<dir>/<job id>``)."""
 
     @classmethod
-    def from_mapping(cls, cluster: Mapping[str, Any], *, speed: float = 1.0) -> EngineConfig:
-        return cls(cluster=parse_cluster_spec(cluster), speed=speed)
+    def from_mapping(
+        cls,
+        cluster: Mapping[str, Any],
+        *,
+        speed: float = 1.0,
+        mode: str = "simulated",
+        real_cache_dir: str | None = None,
+        real_checkpoint_dir: str | None = None,
+    ) -> EngineConfig:
+        if mode not in ("simulated", "real"):
+            raise SpecError([FieldError("mode", f"must be simulated or real, got {mode!r}")])
+        parsed = parse_cluster_spec(cluster)
+        if mode == "real" and parsed.device_type != "cpu":
+            raise SpecError(
+                [FieldError("device_type", f"real mode runs on this machine's cores: cpu, got {parsed.device_type!r}")]
+            )
+        return cls(
+            cluster=parsed,
+            speed=1.0 if mode == "real" else speed,
+            mode="real" if mode == "real" else "simulated",
+            real_cache_dir=real_cache_dir,
+            real_checkpoint_dir=real_checkpoint_dir,
+        )
 
 
-def validate_spec(spec: Mapping[str, Any] | Any, cluster: ClusterSpec | None = None) -> list[FieldError]:
+def validate_spec(
+    spec: Mapping[str, Any] | Any, cluster: ClusterSpec | None = None, *, mode: EngineMode = "simulated"
+) -> list[FieldError]:
     """Every problem with a user's pipeline spec, paths relative to the spec; [] if it runs."""
     try:
         parsed = parse_pipeline_spec(spec)
     except SpecError as exc:
         return exc.errors
-    return check_fits_cluster(parsed, cluster) if cluster is not None else []
+    errors = check_fits_cluster(parsed, cluster) if cluster is not None else []
+    if mode == "real":
+        from jigsaw_engine.runtime.real_checks import check_real_spec
+
+        errors += check_real_spec(parsed)
+    return errors
 
 
 def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,16 +123,36 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def list_presets() -> list[dict[str, Any]]:
-    return [{"name": p.name, "title": p.title, "spec": dict(p.spec)} for p in PRESETS]
+def list_presets(*, mode: EngineMode = "simulated") -> list[dict[str, Any]]:
+    """The submit form's ready-made specs: full-size models, or in real mode tiny ones."""
+    chosen = REAL_PRESETS if mode == "real" else PRESETS
+    return [{"name": p.name, "title": p.title, "spec": dict(p.spec)} for p in chosen]
 
 
 def start_local_engine(config: EngineConfig) -> EngineHost:
+    if config.mode == "real":
+        return LocalEngine(config.cluster, real=_real_backend(config))
     return LocalEngine(config.cluster, speed=config.speed)
+
+
+def _real_backend(config: EngineConfig) -> Any:
+    """Imported only in real mode: it brings torch and transformers."""
+    from pathlib import Path
+
+    from jigsaw_engine.runtime.real_jobs import RealJobOptions
+    from jigsaw_engine.runtime.service_executor import ServiceBackend
+    from jigsaw_engine.sched.registry import graph_config_for
+
+    options = RealJobOptions(cache_dir=Path(config.real_cache_dir) if config.real_cache_dir else None)
+    return ServiceBackend(
+        options,
+        train_parts=graph_config_for("jigsaw").train_minibatches,
+        checkpoint_root=Path(config.real_checkpoint_dir) if config.real_checkpoint_dir else None,
+    )
 
 
 def connect_ray_engine(config: EngineConfig, *, address: str | None) -> EngineHost:
     """Join (or start) the detached engine actor on the Ray cluster at ``address``."""
     from jigsaw_engine.runtime.ray.engine_actor import RayEngineClient
 
-    return RayEngineClient(config.cluster, speed=config.speed, address=address)
+    return RayEngineClient(config, address=address)

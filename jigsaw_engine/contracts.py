@@ -38,6 +38,9 @@ class EventKind(StrEnum):
     span weighted by its share of the device, so co-located pipelines split a device exactly."""
     LOG = "log"
     """``data``: ``level``, ``message``."""
+    SAMPLES = "samples"
+    """Real pipelines only. ``data``: ``step``, ``samples`` (each ``prompt``, ``completion``,
+    ``answer``, ``reward``, ``turns``): a few of the step's completions, for people to read."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ pipelines through the REST API, print where to look, and stop everything on Ctrl
 Full mode (PostgreSQL and Redis reachable): uvicorn (HTTP + WebSocket), a Celery worker and
 beat, and an embedded Ray cluster hosting the engine as a detached actor. Standalone mode
 (either is missing): one process with SQLite, in-process tasks and an in-memory channel layer.
-Options: --port, --smoke (exit once every submitted job is running; used to time start-up).
+Options: --port, --smoke (exit once every submitted job is running; used to time start-up),
+--real (train tiny models for real on this machine's cores instead of simulating full-size ones).
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 RAY_PORT = 6390  # never Ray's default 6379: that is Redis's port
 RAY_TEMP = "/tmp/jigsaw-demo-ray"
+
+# --real: the same kinds of job, tiny, trained for real on this machine's cores.
+REAL_DEMO_JOBS = [
+    ("acme", "math-grpo", {"trainer": {"total_steps": 40}}),
+    ("globex", "self-refine", {"trainer": {"total_steps": 30}}),
+    ("acme", "retrieval-qa", {"trainer": {"total_steps": 20}}),
+]
 
 DEMO_JOBS = [
     ("acme", "math-grpo", {"trainer": {"total_steps": 30}}),
@@ -135,11 +143,17 @@ def main() -> int:
     parser.add_argument("--ray-port", type=int, default=RAY_PORT, help="Ray's GCS port (never 6379: Redis)")
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--standalone", action="store_true", help="force standalone mode even if services are up")
+    parser.add_argument(
+        "--real", action="store_true", help="train tiny models for real on this machine's cores (ENGINE_MODE=real)"
+    )
     args = parser.parse_args()
     started = time.monotonic()
 
     env = dict(os.environ)
     env.setdefault("JIGSAW_ENV", "development")
+    if args.real:
+        env.update(ENGINE_MODE="real", ENGINE_DEVICE_TYPE="cpu", ENGINE_NUM_NODES="1")
+        env.setdefault("ENGINE_DEVICES_PER_NODE", str(min(os.cpu_count() or 2, 4)))
     database_url = env.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/jigsawrl")
     redis_url = env.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     standalone = args.standalone or not (reachable(database_url, 5432) and reachable(redis_url, 6379))
@@ -184,7 +198,7 @@ def main() -> int:
             p["name"]: p["spec"] for p in http_json("GET", f"{base}/api/v1/presets", creds["tokens"]["acme"])["results"]
         }
         job_ids = []
-        for tenant, preset, overrides in DEMO_JOBS:
+        for tenant, preset, overrides in REAL_DEMO_JOBS if args.real else DEMO_JOBS:
             spec = {**presets[preset], **overrides}
             job = http_json(
                 "POST", f"{base}/api/v1/jobs", creds["tokens"][tenant], {"name": spec["name"], "spec": spec}
@@ -197,6 +211,8 @@ def main() -> int:
             if standalone
             else f"full: PostgreSQL, Redis, Celery worker + beat, Ray head on 127.0.0.1:{args.ray_port}"
         )
+        if args.real:
+            mode += "; REAL tiny models on this machine's cores"
         print("=" * 78)
         print(f"JigsawRL demo is up in {time.monotonic() - started:.0f} s  [{mode}]")
         print(f"  dashboard : {base}/        API docs: {base}/api/v1/docs   admin: {base}/admin/")

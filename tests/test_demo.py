@@ -22,10 +22,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def drop_database(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect("postgres://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def test_demo_starts_submits_and_runs_jobs() -> None:
     pytest.importorskip("django")
     env = dict(os.environ)
     env["DATABASE_URL"] = "postgres://postgres@127.0.0.1:5432/jigsawrl_demo_check"
+    drop_database("jigsawrl_demo_check")  # a first run: no jobs of an earlier check waiting
     env["REDIS_URL"] = "redis://127.0.0.1:6379/7"
     env["CHANNELS_PREFIX"] = "jigsaw-demo-check"
     env["CELERY_QUEUE"] = "jigsaw-demo-check"
@@ -39,11 +47,16 @@ def test_demo_starts_submits_and_runs_jobs() -> None:
     assert "smoke: all jobs reached running" in out
 
 
-def test_demo_standalone_mode_needs_no_services() -> None:
+@pytest.mark.parametrize("real", [False, True], ids=["simulated", "real"])
+def test_demo_standalone_mode_needs_no_services(real: bool, tmp_path: Path) -> None:
     pytest.importorskip("django")
+    env = {**os.environ, "STANDALONE_DB": str(tmp_path / "standalone.sqlite3")}  # a first run's state
     cmd = [sys.executable, "scripts/demo.py", "--smoke", "--standalone", "--port", str(free_port())]
-    result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    cmd += ["--real"] if real else []
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-3000:]
     assert "STANDALONE: SQLite, in-process tasks and channel layer (--standalone)" in out
     assert "smoke: all jobs reached running" in out
+    if real:  # tiny models trained for real: the presets of real mode were submitted
+        assert "REAL tiny models" in out and "submitted : [acme] arith-grpo" in out

@@ -47,7 +47,13 @@ class SpecProblem:
 
 
 def _config() -> engine_api.EngineConfig:
-    return engine_api.EngineConfig.from_mapping(settings.ENGINE_CLUSTER, speed=settings.ENGINE_SPEED)
+    return engine_api.EngineConfig.from_mapping(
+        settings.ENGINE_CLUSTER,
+        speed=settings.ENGINE_SPEED,
+        mode=settings.ENGINE_MODE,
+        real_cache_dir=settings.ENGINE_REAL_CACHE_DIR or None,
+        real_checkpoint_dir=settings.ENGINE_REAL_CHECKPOINT_DIR or None,
+    )
 
 
 def engine_host() -> EngineHost:
@@ -78,8 +84,8 @@ def cluster_capacity() -> tuple[str, int]:
 
 
 def validate_spec(spec: Any) -> list[SpecProblem]:
-    cluster = _config().cluster
-    return [SpecProblem(e.field, e.message) for e in engine_api.validate_spec(spec, cluster)]
+    config = _config()
+    return [SpecProblem(e.field, e.message) for e in engine_api.validate_spec(spec, config.cluster, mode=config.mode)]
 
 
 def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,7 +93,7 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def list_presets() -> list[dict[str, Any]]:
-    return engine_api.list_presets()
+    return engine_api.list_presets(mode=_config().mode)
 
 
 def submit_pipeline(*, job_id: str, spec: Mapping[str, Any]) -> None:

@@ -83,7 +83,8 @@ ASGI_APPLICATION = "webapp.asgi.application"
 # -- data stores ----------------------------------------------------------------------------
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/jigsawrl"
 if STANDALONE:
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "var" / "standalone.sqlite3"}}
+    STANDALONE_DB = env_str("STANDALONE_DB", str(BASE_DIR / "var" / "standalone.sqlite3"))
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": STANDALONE_DB}}
 else:
     # A connection pool per process, not persistent connections: under ASGI every request runs
     # in a fresh thread, so a per-thread connection is opened per request and lingers until
@@ -145,6 +146,11 @@ ENGINE_CLUSTER = {
     "device_type": env_str("ENGINE_DEVICE_TYPE", "h100"),
 }
 ENGINE_SPEED = env_float("ENGINE_SPEED", 20.0)
+ENGINE_MODE = env_str("ENGINE_MODE", "simulated")  # simulated | real (tiny models on this machine's cores)
+if ENGINE_MODE not in ("simulated", "real"):
+    raise ImproperlyConfigured(f"ENGINE_MODE: must be simulated or real, got {ENGINE_MODE!r}")
+ENGINE_REAL_CACHE_DIR = env_str("ENGINE_REAL_CACHE_DIR", str(BASE_DIR / "var" / "policy-cache"))
+ENGINE_REAL_CHECKPOINT_DIR = env_str("ENGINE_REAL_CHECKPOINT_DIR", "")
 """Simulated seconds per wall second for simulated pipelines (``inf`` in tests)."""
 
 # -- auth, API ------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from jigsaw_engine.spec.pipeline import PipelineSpec, SyncMode, parse_pipeline_s
 logger = logging.getLogger(__name__)
 
 PlanSource = Callable[[PipelineSpec, int], list[SequencePlan]]
+StepReportSource = Callable[[str, int], tuple[dict[str, float], list[dict[str, Any]]] | None]
+"""(pipeline id, 0-based step) -> what real work measured in that step: metrics, samples."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,7 @@ class ClusterController:
         scheduler: Scheduler | None = None,
         graph_config: GraphConfig | None = None,
         plans: PlanSource = sample_step,
+        step_reports: StepReportSource | None = None,
     ) -> None:
         self.cluster, self.cost = cluster, cost
         self.runtime: Runtime = runtime or SimRuntime(cluster.num_devices)
@@ -113,6 +116,7 @@ class ClusterController:
         self._predict = bool(getattr(self.scheduler, "uses_predictions", False))
         self.graph_config = graph_config or GraphConfig()
         self._plans = plans
+        self._step_reports = step_reports
         self.events = EventLog()
         self.timeline: list[TimelineSpan] = []
         self.decision_latencies_s: list[float] = []
@@ -410,12 +414,19 @@ class ClusterController:
         run.tokens += int(metrics["perf/total_num_tokens"])
         metrics["usage/device_seconds"] = run.unbilled_device_s
         run.unbilled_device_s = 0.0
+        real = self._step_reports(pipeline_id, step) if self._step_reports is not None else None
+        if real is not None:  # the real job's own measurements win over the model's
+            metrics.update(real[0])
         self.events.append(
             pipeline_id,
             EventKind.METRICS,
             self.runtime.now_s,
             {"step": run.steps_done, "total_steps": run.spec.total_steps, "metrics": metrics},
         )
+        if real is not None and real[1]:
+            self.events.append(
+                pipeline_id, EventKind.SAMPLES, self.runtime.now_s, {"step": run.steps_done, "samples": real[1]}
+            )
         if run.steps_done >= run.spec.total_steps:
             self._end(pipeline_id, run, PipelineState.SUCCEEDED, f"completed {run.steps_done} steps")
         elif run.pause_requested:

@@ -13,14 +13,16 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from jigsaw_engine.contracts import EventBatch, PipelineState
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.runtime.protocol import Runtime
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
 from jigsaw_engine.spec.cluster import ClusterSpec
+from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 
 logger = logging.getLogger(__name__)
 
@@ -28,20 +30,44 @@ STARTUP_S = 20.0
 """Simulated time from placement to the first rollout: loading weights, starting workers."""
 
 
-class LocalEngine:
-    """An :class:`~jigsaw_engine.contracts.EngineHost` running in this process."""
+class RealBackend(Protocol):
+    """Real work behind the controller (``runtime.service_executor.ServiceBackend``): the
+    runtime, where a submitted spec goes, and what each step really measured."""
 
-    def __init__(self, cluster: ClusterSpec, *, speed: float = 1.0, scheduler: str = "jigsaw") -> None:
+    poll_s: float
+    runtime: Runtime
+
+    def register(self, pipeline_id: str, spec: PipelineSpec) -> None: ...
+
+    def step_report(self, pipeline_id: str, step: int) -> tuple[dict[str, float], list[dict[str, Any]]] | None: ...
+
+    def close(self) -> None: ...
+
+
+class LocalEngine:
+    """An :class:`~jigsaw_engine.contracts.EngineHost` running in this process: simulated
+    pipelines paced at ``speed``, or, with ``real``, real ones on the wall clock."""
+
+    def __init__(
+        self, cluster: ClusterSpec, *, speed: float = 1.0, scheduler: str = "jigsaw", real: RealBackend | None = None
+    ) -> None:
         if not speed > 0:
             raise ValueError(f"speed must be > 0, got {speed}")
+        if real is not None and speed != 1.0:
+            raise ValueError(f"real pipelines run on the wall clock: speed must be 1.0, got {speed}")
         self._engine_id = uuid.uuid4().hex
         self._speed = speed
+        self._real = real
         cost = RooflineCostModel(load_device_profile(cluster.device_type))
+        graph_config = replace(graph_config_for(scheduler), startup_s=STARTUP_S)
         self._controller = ClusterController(
             cluster,
             cost,
+            runtime=real.runtime if real is not None else None,
             scheduler=make_scheduler(scheduler, cluster, cost),
-            graph_config=replace(graph_config_for(scheduler), startup_s=STARTUP_S),
+            # Real jobs do not migrate tails yet (a real run's graph is synchronous).
+            graph_config=replace(graph_config, migrate_tails=False) if real is not None else graph_config,
+            step_reports=real.step_report if real is not None else None,
         )
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -65,6 +91,8 @@ class LocalEngine:
                     self._wake.set()
                 return
             self._advance()
+            if self._real is not None:
+                self._real.register(pipeline_id, parse_pipeline_spec(spec))
             self._controller.submit(pipeline_id, spec)
         self._wake.set()
 
@@ -107,10 +135,12 @@ class LocalEngine:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=5)
+        if self._real is not None:
+            self._real.close()
 
     # -- the pacing loop ---------------------------------------------------------------
     def _now_s(self) -> float:
-        if math.isinf(self._speed):
+        if math.isinf(self._speed) or self._real is not None:  # real: the runtime's wall clock
             return self._controller.now_s
         return (time.monotonic() - self._wall_origin) * self._speed
 
@@ -131,5 +161,7 @@ class LocalEngine:
             except Exception:  # the engine thread must outlive one bad pipeline
                 logger.exception("engine loop failed; continuing")
                 wait_s = 1.0
-            self._wake.wait(timeout=min(max(wait_s, 0.0), 1.0))
+            # Real sub-stages finish when they finish, not when predicted: look often.
+            longest = self._real.poll_s if self._real is not None else 1.0
+            self._wake.wait(timeout=min(max(wait_s, 0.0), longest))
             self._wake.clear()

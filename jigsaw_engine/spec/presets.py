@@ -57,3 +57,34 @@ PRESETS: tuple[Preset, ...] = (
         },
     ),
 )
+
+
+def _tiny(
+    name: str, workload: str, *, algorithm: str = "grpo", batch: int = 16, n: int = 8, tokens: int = 8
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "algorithm": algorithm,
+        "model": "tiny-qwen2-1m",
+        "workload": workload,
+        "data": {"train_batch_size": batch},
+        "rollout": {"n": n, "max_response_length": tokens},
+        "resources": {"num_gpus": 1},
+        "trainer": {"total_steps": 30},
+    }
+
+
+REAL_PRESETS: tuple[Preset, ...] = (
+    Preset("math-grpo", "Single-turn arithmetic, GRPO (tiny Qwen2, trained for real)", _tiny("arith-grpo", "gsm8k")),
+    Preset(
+        "self-refine",
+        "Multi-turn self-refinement, RLOO (tiny Qwen2, trained for real)",
+        _tiny("refine-rloo", "aime_refine", algorithm="rloo"),
+    ),
+    Preset(
+        "retrieval-qa",
+        "Retrieval QA with a BM25 tool, GRPO (tiny Qwen2, trained for real)",
+        _tiny("search-grpo", "search", batch=8, n=4, tokens=24),
+    ),
+)
+"""The same three kinds of job, sized for real training on this machine's cores."""

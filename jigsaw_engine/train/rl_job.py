@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
@@ -31,6 +32,9 @@ from jigsaw_engine.sim.lengths import SequencePlan
 from jigsaw_engine.train.critic import CriticConfig, CriticTrainer
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer, mean_metrics
 from jigsaw_engine.train.token_batch import TokenBatch, collate
+
+SAMPLES_PER_STEP = 4
+"""Completions kept per step for people to read (the dashboard's samples)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +161,8 @@ class RLJob:
         self.trainer = PolicyTrainer(model, config.actor, keep_reference=config.kl_in_reward_coef > 0)
         self.critic = CriticTrainer(model, config.critic) if config.critic is not None else None
         self.step = 0
+        self.recent_samples: list[dict[str, Any]] = []
+        """A few of the last scored step's completions (one per prompt), with their rewards."""
         self.cursor = DataCursor()
         self._dataset = env.dataset()
         if not self._dataset:
@@ -246,12 +252,23 @@ class RLJob:
                 names.SCORE_MEAN: float(scores.mean()),
             }
         )
+        self.recent_samples = [self._sample_of(e) for e in episodes if e.index == 0][:SAMPLES_PER_STEP]
         open_step.episodes = [e for e, k in zip(episodes, keep.tolist(), strict=True) if k]
         if open_step.episodes:
             pad = int(self.tokenizer.pad_token_id)
             open_step.batch = collate([e.sample for e in open_step.episodes], pad_token_id=pad)
             open_step.rewards, open_step.group_ids = rewards[keep], group_ids[keep]
         open_step.metrics["perf/total_num_tokens"] = float(sum(len(e.sample.token_ids) for e in episodes))
+
+    def _sample_of(self, episode: EpisodeResult) -> dict[str, Any]:
+        written = [t for t, w in zip(episode.sample.token_ids, episode.sample.model_written, strict=True) if w]
+        return {
+            "prompt": episode.task.prompt,
+            "completion": self.tokenizer.decode(written, skip_special_tokens=True),
+            "answer": episode.task.answer,
+            "reward": float(episode.reward),
+            "turns": episode.num_turns,
+        }
 
     def scored_episodes(self) -> list[EpisodeResult]:
         """The open step's episodes that will be trained on (after :meth:`score`)."""

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 CHROMIUM_ARGS = [

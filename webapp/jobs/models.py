@@ -139,6 +139,7 @@ class EventKind(models.TextChoices):
     STATUS = "status"
     METRICS = "metrics"
     LOG = "log"
+    SAMPLES = "samples"
 
 
 class JobEvent(models.Model):

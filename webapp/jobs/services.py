@@ -376,6 +376,10 @@ def _apply_engine_event(event: engine_gateway.EngineEvent, engine_id: str) -> No
             )
     elif event.kind is engine_gateway.EventKind.METRICS:
         _store_metrics(event.pipeline_id, int(event.data["step"]), dict(event.data["metrics"]), source)
+    elif event.kind is engine_gateway.EventKind.SAMPLES:
+        job = Job.objects.select_for_update().filter(pk=event.pipeline_id).first()
+        if job is not None:
+            _append_event(job, EventKind.SAMPLES, dict(event.data))
     elif event.kind is engine_gateway.EventKind.LOG:
         job = Job.objects.select_for_update().filter(pk=event.pipeline_id).first()
         if job is not None:

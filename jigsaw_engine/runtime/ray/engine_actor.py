@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
 from jigsaw_engine.contracts import EngineEvent, EventBatch
 from jigsaw_engine.control.local_engine import LocalEngine
 from jigsaw_engine.spec.cluster import ClusterSpec
+
+if TYPE_CHECKING:
+    from jigsaw_engine.api import EngineConfig
 
 ACTOR_NAME = "jigsaw-engine"
 NAMESPACE = "jigsaw"
@@ -24,8 +27,11 @@ NAMESPACE = "jigsaw"
 class EngineActor:
     """Threaded actor: calls run concurrently with the engine's own pacing thread."""
 
-    def __init__(self, cluster: dict[str, Any], speed: float) -> None:
-        self._engine = LocalEngine(ClusterSpec(**cluster), speed=speed)
+    def __init__(self, config: dict[str, Any]) -> None:
+        from jigsaw_engine.api import EngineConfig, start_local_engine
+
+        cluster = ClusterSpec(**config.pop("cluster"))
+        self._engine: LocalEngine = start_local_engine(EngineConfig(cluster=cluster, **config))  # type: ignore[assignment]
 
     def engine_id(self) -> str:
         return self._engine.engine_id
@@ -57,14 +63,7 @@ class EngineActor:
 class RayEngineClient:
     """``EngineHost`` backed by the named actor; creates it on first use if it is missing."""
 
-    def __init__(
-        self,
-        cluster: ClusterSpec,
-        *,
-        speed: float,
-        address: str | None,
-        timeout_s: float = 30.0,
-    ) -> None:
+    def __init__(self, config: EngineConfig, *, address: str | None, timeout_s: float = 30.0) -> None:
         if not ray.is_initialized():
             ray.init(
                 address=address or "auto",
@@ -80,11 +79,16 @@ class RayEngineClient:
             get_if_exists=True,
         ).remote(
             {
-                "num_nodes": cluster.num_nodes,
-                "devices_per_node": cluster.devices_per_node,
-                "device_type": cluster.device_type,
-            },
-            speed,
+                "cluster": {
+                    "num_nodes": config.cluster.num_nodes,
+                    "devices_per_node": config.cluster.devices_per_node,
+                    "device_type": config.cluster.device_type,
+                },
+                "speed": config.speed,
+                "mode": config.mode,
+                "real_cache_dir": config.real_cache_dir,
+                "real_checkpoint_dir": config.real_checkpoint_dir,
+            }
         )
         self._engine_id: str = self._get(self._actor.engine_id.remote())
 

@@ -10,25 +10,27 @@ import json
 import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from tenants.models import Role, Tenant
-from tenants.services import api_token_create, membership_add, tenant_create
+from tenants.services import api_token_create, membership_add, quota_update, tenant_create
 
-TENANTS = {
-    "acme": {
-        "name": "Acme Research",
-        "owner": "alice",
-        "quota": {"guaranteed_gpus": {"h100": 4}, "borrow_limit_gpus": 2, "max_running_jobs": 3, "max_gpus_per_job": 4},
-    },
-    "globex": {
-        "name": "Globex Labs",
-        "owner": "bob",
-        "quota": {"guaranteed_gpus": {"h100": 4}, "borrow_limit_gpus": 2, "max_running_jobs": 3, "max_gpus_per_job": 4},
-    },
-}
+TENANTS = {"acme": ("Acme Research", "alice"), "globex": ("Globex Labs", "bob")}
+
+
+def demo_quota() -> dict[str, Any]:
+    """Each tenant is guaranteed half the engine's cluster and may borrow a quarter more."""
+    devices = settings.ENGINE_CLUSTER["num_nodes"] * settings.ENGINE_CLUSTER["devices_per_node"]
+    half = max(1, devices // 2)
+    return {
+        "guaranteed_gpus": {settings.ENGINE_CLUSTER["device_type"]: half},
+        "borrow_limit_gpus": max(1, devices // 4),
+        "max_running_jobs": 3,
+        "max_gpus_per_job": half,
+    }
 
 
 class Command(BaseCommand):
@@ -47,15 +49,16 @@ class Command(BaseCommand):
         admin.set_password(admin_password)
         admin.save()
         creds["users"]["admin"] = admin_password
-        for slug, info in TENANTS.items():
+        for slug, (name, owner_name) in TENANTS.items():
             tenant = Tenant.objects.filter(slug=slug).first() or tenant_create(
-                slug=slug, name=info["name"], actor=admin, quota=info["quota"]
+                slug=slug, name=name, actor=admin, quota=demo_quota()
             )
-            owner, _ = users.objects.get_or_create(username=info["owner"])
+            quota_update(tenant=tenant, changes=demo_quota(), actor=admin)  # this run's cluster
+            owner, _ = users.objects.get_or_create(username=owner_name)
             password = secrets.token_urlsafe(9)
             owner.set_password(password)
             owner.save()
-            creds["users"][info["owner"]] = password
+            creds["users"][owner_name] = password
             membership_add(tenant=tenant, user=owner, role=Role.OWNER, actor=admin)
             membership_add(tenant=tenant, user=admin, role=Role.OWNER, actor=admin)
             _, raw = api_token_create(tenant=tenant, user=owner, name="demo")

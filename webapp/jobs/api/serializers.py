@@ -47,6 +47,15 @@ class CheckpointOutput(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class SampleOutput(serializers.Serializer):
+    step = serializers.IntegerField()
+    prompt = serializers.CharField()
+    completion = serializers.CharField()
+    answer = serializers.CharField()
+    reward = serializers.FloatField()
+    turns = serializers.IntegerField()
+
+
 class LogLineOutput(serializers.Serializer):
     seq = serializers.IntegerField()
     created_at = serializers.DateTimeField()

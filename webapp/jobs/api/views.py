@@ -33,6 +33,7 @@ from webapp.jobs.api.serializers import (
     MeOutput,
     MetricsOutput,
     PresetOutput,
+    SampleOutput,
 )
 from webapp.jobs.errors import ServiceError
 from webapp.jobs.models import Job, JobStatus
@@ -189,6 +190,16 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
         job = self.get_object()
         lines = selectors.job_logs_after(job=job, after=_int_param(request, "after", 0, minimum=0))
         return Response({"results": lines, "next_after": lines[-1]["seq"] if lines else None})
+
+    @extend_schema(
+        parameters=[OpenApiParameter("step", OpenApiTypes.INT, description="Only this step's samples.")],
+        responses=SampleOutput(many=True),
+    )
+    @action(detail=True, methods=["get"])
+    def samples(self, request: Request, pk: str | None = None) -> Response:
+        job = self.get_object()
+        step = _int_param(request, "step", 0, minimum=1) if "step" in request.query_params else None
+        return Response({"results": selectors.job_samples(job=job, step=step)})
 
     @extend_schema(responses=CheckpointOutput(many=True))
     @action(detail=True, methods=["get"])

@@ -15,22 +15,35 @@ from django.core.management.base import BaseCommand
 logger = logging.getLogger(__name__)
 
 
+ADMIT_EVERY = 4  # pump rounds: every 2 s, as beat does
+RECONCILE_EVERY = 20  # every 10 s
+
+
 def _pump_forever(stop: threading.Event, interval_s: float) -> None:
+    """Standalone mode's beat: the event pump, the admission pass and the reconciler."""
     from django.db import close_old_connections
 
+    from webapp.jobs.admission import admission_tick
+    from webapp.jobs.reconcile import reconcile
     from webapp.jobs.services import engine_events_pump
 
+    rounds = 0
     while not stop.wait(interval_s):
+        rounds += 1
         try:
             engine_events_pump()
-        except Exception:  # keep pumping: the next round retries from the saved cursor
-            logger.exception("standalone event pump failed")
+            if rounds % ADMIT_EVERY == 0:
+                admission_tick()
+            if rounds % RECONCILE_EVERY == 0:
+                reconcile()
+        except Exception:  # keep going: each of them retries from what is stored
+            logger.exception("standalone background round failed")
         finally:
             close_old_connections()
 
 
 class Command(BaseCommand):
-    help = "Run the ASGI server (HTTP + WebSocket); in standalone mode also the event pump."
+    help = "Run the ASGI server (HTTP + WebSocket); in standalone mode also the event pump, admission and reconciler."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default="127.0.0.1")

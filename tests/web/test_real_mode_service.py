@@ -1,0 +1,65 @@
+"""The service in real mode, end to end: a tenant submits a tiny preset through the API, the
+engine trains it for real, and the job page's data are the job's own (metrics, samples)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from tenants.models import Quota
+from webapp import engine_gateway
+from webapp.jobs.models import Job
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+@pytest.fixture()
+def real_engine(tmp_path: Path) -> Iterator[None]:
+    before = (settings.ENGINE_MODE, settings.ENGINE_CLUSTER, settings.ENGINE_REAL_CACHE_DIR)
+    settings.ENGINE_MODE = "real"
+    settings.ENGINE_CLUSTER = {"num_nodes": 1, "devices_per_node": 2, "device_type": "cpu"}
+    settings.ENGINE_REAL_CACHE_DIR = str(tmp_path / "policies")
+    engine_gateway.reset_engine_host()
+    yield
+    settings.ENGINE_MODE, settings.ENGINE_CLUSTER, settings.ENGINE_REAL_CACHE_DIR = before
+    engine_gateway.reset_engine_host()
+
+
+def test_a_tiny_preset_trains_for_real_through_the_api(
+    celery_worker_thread: Any, real_engine: None, make_actor: Any
+) -> None:
+    actor = make_actor("acme")
+    Quota.objects.filter(tenant=actor.tenant).update(guaranteed_gpus={"cpu": 2})
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Bearer {actor.token}")
+    presets = {p["name"]: p["spec"] for p in c.get("/api/v1/presets").json()["results"]}
+    assert presets["math-grpo"]["model"] == "tiny-qwen2-1m"  # real mode offers what can run here
+    spec = {**presets["math-grpo"], "data": {"train_batch_size": 8}, "trainer": {"total_steps": 2}}
+
+    too_big = c.post(
+        "/api/v1/jobs", {"spec": {**spec, "model": "qwen3-0.6b"}}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
+    )
+    assert too_big.status_code == 400 and too_big.json()["error"]["details"][0]["field"] == "spec.model"
+
+    r = c.post("/api/v1/jobs", {"spec": spec}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    assert r.status_code == 201, r.content
+    job_id = r.json()["id"]
+    deadline = time.monotonic() + 180
+    while Job.objects.get(pk=job_id).status not in ("succeeded", "failed") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    job = Job.objects.get(pk=job_id)
+    assert job.status == "succeeded", job.status_reason
+    series = c.get(f"/api/v1/jobs/{job_id}/metrics").json()["series"]
+    assert [step for step, _ in series["critic/score/mean"]] == [1.0, 2.0]
+    samples = c.get(f"/api/v1/jobs/{job_id}/samples").json()["results"]
+    assert {s["step"] for s in samples} == {1, 2}
+    assert all(s["prompt"] and 0.0 <= s["reward"] <= 1.0 for s in samples)
+    assert c.get(f"/api/v1/jobs/{job_id}/samples?step=2").json()["results"][0]["step"] == 2
+    assert job.gpu_seconds > 0  # cores, billed as the cluster's devices
