@@ -19,8 +19,8 @@ export function pathOf(url: string): string {
   return parsed.pathname + parsed.search;
 }
 
-interface RequestOptions {
-  method?: 'GET' | 'POST';
+export interface RequestOptions {
+  method?: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
   body?: unknown;
   headers?: Record<string, string>;
   signal?: AbortSignal;
@@ -81,7 +81,7 @@ export class ApiClient {
     return page.results;
   }
 
-  private async request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+  protected async request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
     const method = opts.method ?? 'GET';
     const headers: Record<string, string> = { Accept: 'application/json', ...opts.headers };
     if (this.tenant) headers['X-Tenant'] = this.tenant;
