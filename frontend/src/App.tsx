@@ -1,13 +1,15 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
+import { AdminApi } from './api/admin';
 import { ApiClient, isAbort, loginUrl } from './api/client';
 import { csrfToken } from './api/csrf';
 import { ApiError } from './api/errors';
 import type { Me } from './api/types';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
+import { AdminPage, StaffOnlyNotice } from './pages/admin/AdminPage';
 import { SubmitPage } from './pages/SubmitPage';
 import { Link, navigate, usePathname } from './routing/navigation';
-import { matchRoute } from './routing/routes';
+import { MANAGE_PATH, matchRoute } from './routing/routes';
 import { SessionContext, type Session } from './session';
 import { loadRememberedTenant, pickTenant, rememberTenant } from './tenant';
 
@@ -37,6 +39,9 @@ export function App() {
     return () => controller.abort();
   }, []);
 
+  // Cluster administration needs no tenant; the server checks is_staff on every call.
+  const adminApi = useMemo(() => (me?.is_staff ? new AdminApi(goToLogin) : null), [me?.is_staff]);
+
   const session = useMemo<Session | null>(() => {
     const tenant = me?.tenants.find((t) => t.slug === tenantSlug);
     if (!me || !tenant) return null;
@@ -62,6 +67,8 @@ export function App() {
     );
   } else if (!me) {
     body = <p className="muted">Loading…</p>;
+  } else if (route.page === 'manage') {
+    body = adminApi ? <AdminPage api={adminApi} /> : <StaffOnlyNotice username={me.username} />;
   } else if (!session) {
     body = (
       <div className="notice" role="status">
@@ -93,6 +100,15 @@ export function App() {
           <Link to="/" aria-current={route.page === 'jobs' ? 'page' : undefined}>
             Jobs
           </Link>
+          {me?.is_staff && (
+            <Link
+              to={MANAGE_PATH}
+              data-testid="nav-admin"
+              aria-current={route.page === 'manage' ? 'page' : undefined}
+            >
+              Admin
+            </Link>
+          )}
         </nav>
         <div className="topbar-right">
           {me && me.tenants.length > 1 && (
@@ -135,7 +151,7 @@ export function App() {
           )}
         </div>
       </header>
-      <main className="content">{body}</main>
+      <main className={route.page === 'manage' && adminApi ? 'content content-wide' : 'content'}>{body}</main>
     </SessionContext.Provider>
   );
 }

@@ -1,6 +1,16 @@
 import { csrfToken } from './csrf';
 import { ApiError, networkError, parseApiError } from './errors';
-import type { Job, Me, MetricsResponse, Page, Preset } from './types';
+import type {
+  Checkpoint,
+  CloneJobInput,
+  Job,
+  LogsPage,
+  Me,
+  MetricsResponse,
+  Page,
+  Preset,
+  Sample,
+} from './types';
 
 const API = '/api/v1';
 
@@ -117,6 +127,80 @@ export class ApiClient {
     } catch {
       throw new ApiError(response.status, 'bad_response', `The server sent invalid JSON for ${path}`);
     }
+  }
+
+  // -- job page: actions, checkpoints, logs, samples, metric history -------------------
+
+  pauseJob(id: string): Promise<Job> {
+    return this.request<Job>(`${API}/jobs/${encodeURIComponent(id)}/pause`, { method: 'POST' });
+  }
+
+  resumeJob(id: string): Promise<Job> {
+    return this.request<Job>(`${API}/jobs/${encodeURIComponent(id)}/resume`, { method: 'POST' });
+  }
+
+  /** A new job from this one's spec plus `overrides`, after a checkpoint; answers the new job. */
+  cloneJob(id: string, body: CloneJobInput): Promise<Job> {
+    return this.request<Job>(`${API}/jobs/${encodeURIComponent(id)}/clone`, { method: 'POST', body });
+  }
+
+  async listCheckpoints(id: string, signal?: AbortSignal): Promise<Checkpoint[]> {
+    const page = await this.request<{ results: Checkpoint[] }>(
+      `${API}/jobs/${encodeURIComponent(id)}/checkpoints`,
+      { signal },
+    );
+    return page.results;
+  }
+
+  /** Log lines with a seq above `after` (oldest first, at most a server page of them). */
+  getJobLogs(id: string, after: number, signal?: AbortSignal): Promise<LogsPage> {
+    return this.request<LogsPage>(`${API}/jobs/${encodeURIComponent(id)}/logs?after=${after}`, { signal });
+  }
+
+  /** Sampled completions, newest step first; only `step`'s when given. */
+  async listSamples(id: string, opts: { step?: number } = {}, signal?: AbortSignal): Promise<Sample[]> {
+    const query = opts.step !== undefined ? `?step=${opts.step}` : '';
+    const page = await this.request<{ results: Sample[] }>(
+      `${API}/jobs/${encodeURIComponent(id)}/samples${query}`,
+      { signal },
+    );
+    return page.results;
+  }
+
+  /** The metric history, each series downsampled on the server to at most `maxPoints`. */
+  getMetricHistory(id: string, maxPoints: number, signal?: AbortSignal): Promise<MetricsResponse> {
+    return this.request<MetricsResponse>(
+      `${API}/jobs/${encodeURIComponent(id)}/metrics?max_points=${maxPoints}`,
+      { signal },
+    );
+  }
+
+  /** Where every metric of a job is served as CSV (one row per step). */
+  metricsCsvPath(id: string): string {
+    return `${API}/jobs/${encodeURIComponent(id)}/metrics?format=csv`;
+  }
+
+  /**
+   * The metrics CSV as a Blob, fetched with this client's tenant header (a plain link
+   * would be answered for the user's default tenant only).
+   */
+  async downloadMetricsCsv(id: string, signal?: AbortSignal): Promise<Blob> {
+    const headers: Record<string, string> = { Accept: 'text/csv' };
+    if (this.tenant) headers['X-Tenant'] = this.tenant;
+    const path = this.metricsCsvPath(id);
+    let response: Response;
+    try {
+      response = await fetch(path, { headers, credentials: 'same-origin', signal });
+    } catch (cause) {
+      if (signal?.aborted) throw cause;
+      throw networkError(cause);
+    }
+    if (!response.ok) {
+      const error = parseApiError(response.status, await response.text(), response.statusText);
+      if (error.isUnauthenticated) this.onUnauthenticated?.();
+      throw error;
+    }
+    return response.blob();
   }
 }
 

@@ -49,7 +49,26 @@ export interface Job {
   status_reason: string;
   queue_position: number | null;
   progress: JobProgress;
+  /** Why a failed job failed: validation, user_code, out_of_memory, system, capacity, quota; else "". */
+  failure_class: string;
+  num_gpus: number;
+  /** e.g. "h100"; "" when the job takes any device. */
+  device_type: string;
+  /** Higher is admitted first (capped by the tenant's quota). */
+  priority: number;
+  tags: string[];
+  /** How many times the job was handed to the engine (a resume or a recovery adds one). */
+  attempt: number;
+  /** Admitted on capacity beyond its tenant's guarantee: it may be paused to give it back. */
+  borrowed: boolean;
+  /** GPU time billed so far, in GPU-seconds. */
+  gpu_seconds: number;
+  /** The job this one was cloned from, if any. */
+  cloned_from: string | null;
+  last_event_seq: number;
   spec: Record<string, unknown>;
+  /** The spec with every default filled in. */
+  resolved_spec: Record<string, unknown>;
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
@@ -102,4 +121,43 @@ export type JobEvent =
 export interface FieldError {
   field: string;
   message: string;
+}
+
+// -- job page: checkpoints, logs, samples, clone ----------------------------------------
+
+/** GET /jobs/<id>/checkpoints: a step the job can be cloned (or resumed) from. */
+export interface Checkpoint {
+  step: number;
+  created_at: string;
+}
+
+/** One line of GET /jobs/<id>/logs. */
+export interface LogLine {
+  seq: number;
+  created_at: string;
+  level: string;
+  message: string;
+}
+
+/** GET /jobs/<id>/logs?after=<seq>: lines after the cursor; `next_after` is null when none. */
+export interface LogsPage {
+  results: LogLine[];
+  next_after: number | null;
+}
+
+/** One sampled completion of GET /jobs/<id>/samples (real-mode jobs only). */
+export interface Sample {
+  step: number;
+  prompt: string;
+  completion: string;
+  answer: string;
+  reward: number;
+  turns: number;
+}
+
+/** POST /jobs/<id>/clone. No `checkpoint_step`: the latest that leaves work; 0: from scratch. */
+export interface CloneJobInput {
+  name: string;
+  checkpoint_step?: number;
+  overrides: Record<string, unknown>;
 }

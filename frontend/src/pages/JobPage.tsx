@@ -1,27 +1,44 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { isAbort } from '../api/client';
 import { ApiError } from '../api/errors';
-import { isTerminal, type Job, type JobEvent, type JobStatus } from '../api/types';
+import { isTerminal, type Checkpoint, type Job, type JobEvent, type JobStatus } from '../api/types';
 import { applyMetricEvents, mergeSeriesMaps, normalizeSeries, orderMetricNames, type SeriesMap } from '../charts/series';
 import { EventList } from '../components/EventList';
 import { LineChart } from '../components/LineChart';
 import { LiveIndicator } from '../components/LiveIndicator';
 import { ProgressBar } from '../components/ProgressBar';
-import { StatusChip } from '../components/StatusChip';
-import { formatDateTime } from '../format';
 import { usePolling } from '../hooks/usePolling';
 import { mergeEvents } from '../live/eventLog';
 import { JobStream, type StreamState } from '../live/jobStream';
 import { Link } from '../routing/navigation';
 import { canWrite, useSession } from '../session';
+import { LATEST } from './job/actions';
+import { CheckpointsPanel } from './job/CheckpointsPanel';
+import { CloneDialog } from './job/CloneDialog';
+import { DownloadCsvLink } from './job/DownloadCsvLink';
+import { JobActions } from './job/JobActions';
+import { JobFacts } from './job/JobFacts';
+import { JobStatusLine } from './job/JobStatusLine';
+import { LogsPanel } from './job/LogsPanel';
+import { keepLatestProgress, progressFromEvents } from './job/progress';
+import { SamplesPanel } from './job/SamplesPanel';
+import './job/job.css';
 
 const REFRESH_MS = 3_000;
+const CHECKPOINTS_MS = 5_000;
+/** "Not polling": loaded when the page opens (or the job's status changes), then idle. */
+const IDLE_MS = 3_600_000;
+/** Points per metric in the initial history (downsampled on the server); live points add to it. */
+const HISTORY_POINTS = 500;
 
 function asApiError(e: unknown): ApiError {
   return e instanceof ApiError ? e : new ApiError(0, 'error', String(e));
 }
 
-/** `/jobs/<id>`: one job, its live charts and its events. */
+/**
+ * `/jobs/<id>`: one job: its status and why, actions (pause, resume, cancel, clone), usage,
+ * live charts, checkpoints, logs, sampled completions and events.
+ */
 export function JobPage({ jobId }: { jobId: string }) {
   const { api, tenant } = useSession();
   const [job, setJob] = useState<Job | null>(null);
@@ -30,7 +47,10 @@ export function JobPage({ jobId }: { jobId: string }) {
   const [metricsError, setMetricsError] = useState('');
   const [events, setEvents] = useState<JobEvent[]>([]);
   const [stream, setStream] = useState<StreamState>('connecting');
-  const [cancelState, setCancelState] = useState<{ busy: boolean; error: string }>({ busy: false, error: '' });
+  const [checkpoints, setCheckpoints] = useState<Checkpoint[] | null>(null);
+  const [checkpointsError, setCheckpointsError] = useState('');
+  /** The clone form's starting checkpoint while it is open; null when closed. */
+  const [cloneFrom, setCloneFrom] = useState<string | null>(null);
 
   const jobRef = useRef<Job | null>(null);
   useEffect(() => {
@@ -45,11 +65,13 @@ export function JobPage({ jobId }: { jobId: string }) {
       const gen = statusGen.current;
       const fresh = await api.getJob(jobId, signal);
       setLoadError(null);
-      setJob((prev) =>
-        prev && gen !== statusGen.current
-          ? { ...fresh, status: prev.status, status_reason: prev.status_reason }
-          : fresh,
-      );
+      setJob((prev) => {
+        if (!prev) return fresh;
+        const progress = keepLatestProgress(prev.progress, fresh.progress);
+        return gen !== statusGen.current
+          ? { ...fresh, progress, status: prev.status, status_reason: prev.status_reason }
+          : { ...fresh, progress };
+      });
     },
     [api, jobId],
   );
@@ -60,11 +82,25 @@ export function JobPage({ jobId }: { jobId: string }) {
     onError: (e) => setLoadError(asApiError(e)),
   });
 
-  // Metric history, fetched once; the socket adds to it from then on.
+  // Checkpoints: polled while the job runs and reloaded at each status change (a pause
+  // records one); a finished job's are loaded once.
+  const loadCheckpoints = useCallback(
+    async (signal: AbortSignal) => {
+      setCheckpoints(await api.listCheckpoints(jobId, signal));
+      setCheckpointsError('');
+    },
+    [api, jobId],
+  );
+  usePolling(loadCheckpoints, terminal ? IDLE_MS : CHECKPOINTS_MS, [loadCheckpoints, job?.status], {
+    enabled: job !== null,
+    onError: (e) => setCheckpointsError(asApiError(e).message),
+  });
+
+  // Metric history, fetched once (downsampled on the server); the socket adds to it from then on.
   useEffect(() => {
     const controller = new AbortController();
     api
-      .getMetrics(jobId, controller.signal)
+      .getMetricHistory(jobId, HISTORY_POINTS, controller.signal)
       .then((res) => setSeries((live) => mergeSeriesMaps(normalizeSeries(res.series), live)))
       .catch((e: unknown) => {
         if (!isAbort(e)) setMetricsError(asApiError(e).message);
@@ -78,6 +114,11 @@ export function JobPage({ jobId }: { jobId: string }) {
     const onEvents = (batch: JobEvent[]) => {
       setEvents((prev) => mergeEvents(prev, batch));
       setSeries((prev) => applyMetricEvents(prev, batch));
+      setJob((prev) => {
+        if (!prev) return prev;
+        const progress = progressFromEvents(prev.progress, batch);
+        return progress === prev.progress ? prev : { ...prev, progress };
+      });
       let latest: { status: string; reason: string } | null = null;
       for (const e of batch) if (e.kind === 'status') latest = e.data;
       if (latest) {
@@ -103,17 +144,14 @@ export function JobPage({ jobId }: { jobId: string }) {
     };
   }, [jobId, fetchJob]);
 
-  const cancel = async () => {
-    setCancelState({ busy: true, error: '' });
-    try {
-      const updated = await api.cancelJob(jobId);
-      statusGen.current += 1;
-      setJob(updated);
-      setCancelState({ busy: false, error: '' });
-    } catch (e) {
-      setCancelState({ busy: false, error: asApiError(e).message });
-    }
-  };
+  /** The job as an action's response left it: newer than any GET in flight. */
+  const applyAction = useCallback((updated: Job) => {
+    statusGen.current += 1;
+    setJob((prev) => (prev ? { ...updated, progress: keepLatestProgress(prev.progress, updated.progress) } : updated));
+  }, []);
+  const reload = useCallback(() => {
+    fetchJob().catch(() => {}); // polling reports failures
+  }, [fetchJob]);
 
   if (!job) {
     if (loadError?.status === 404) {
@@ -135,37 +173,24 @@ export function JobPage({ jobId }: { jobId: string }) {
   }
 
   const names = orderMetricNames(Object.keys(series));
-  const showCancel = !terminal && canWrite(tenant);
+  const writable = canWrite(tenant);
 
   return (
     <>
       <p className="breadcrumb">
         <Link to="/">Jobs</Link> / <span>{job.name}</span>
       </p>
-      <div className="job-head">
+      <div className="job-head job-head-actions">
         <div className="job-title">
           <h1>{job.name}</h1>
-          <StatusChip job={job} showReason />
+          <JobStatusLine job={job} />
           <LiveIndicator state={stream} />
         </div>
-        {showCancel && (
-          <button
-            type="button"
-            className="btn btn-danger"
-            data-testid="cancel-job"
-            onClick={cancel}
-            disabled={cancelState.busy || job.status === 'cancelling'}
-          >
-            {job.status === 'cancelling' ? 'Cancelling…' : cancelState.busy ? 'Cancelling…' : 'Cancel job'}
-          </button>
+        {writable && (
+          <JobActions job={job} onJob={applyAction} onStale={reload} onClone={() => setCloneFrom(LATEST)} />
         )}
       </div>
 
-      {cancelState.error && (
-        <div className="notice notice-error" role="alert">
-          Cancel failed: {cancelState.error}
-        </div>
-      )}
       {loadError && (
         <div className="notice notice-error" role="alert">
           Could not refresh the job: {loadError.message}
@@ -174,30 +199,14 @@ export function JobPage({ jobId }: { jobId: string }) {
 
       <div className="job-meta">
         <ProgressBar progress={job.progress} />
-        <dl>
-          <div>
-            <dt>Created</dt>
-            <dd>{formatDateTime(job.created_at)}</dd>
-          </div>
-          <div>
-            <dt>Started</dt>
-            <dd>{formatDateTime(job.started_at)}</dd>
-          </div>
-          <div>
-            <dt>Finished</dt>
-            <dd>{formatDateTime(job.finished_at)}</dd>
-          </div>
-          <div>
-            <dt>ID</dt>
-            <dd>
-              <code>{job.id}</code>
-            </dd>
-          </div>
-        </dl>
+        <JobFacts job={job} />
       </div>
 
       <section aria-labelledby="metrics-title">
-        <h2 id="metrics-title">Metrics</h2>
+        <div className="section-head">
+          <h2 id="metrics-title">Metrics</h2>
+          <DownloadCsvLink jobId={job.id} />
+        </div>
         {metricsError && (
           <div className="notice notice-error" role="alert">
             Could not load the metric history ({metricsError}); showing live points only.
@@ -214,12 +223,33 @@ export function JobPage({ jobId }: { jobId: string }) {
         )}
       </section>
 
+      <div className="job-panels">
+        <CheckpointsPanel
+          checkpoints={checkpoints}
+          error={checkpointsError}
+          totalSteps={job.progress.total_steps}
+          onCloneFrom={writable ? (step) => setCloneFrom(String(step)) : undefined}
+        />
+        <LogsPanel jobId={job.id} terminal={terminal} />
+      </div>
+
+      <SamplesPanel jobId={job.id} terminal={terminal} />
+
       <EventList events={events} />
 
       <details className="spec-view">
         <summary>Spec</summary>
         <pre>{JSON.stringify(job.spec, null, 2)}</pre>
       </details>
+
+      {cloneFrom !== null && (
+        <CloneDialog
+          job={job}
+          checkpoints={checkpoints ?? []}
+          initialCheckpoint={cloneFrom}
+          onClose={() => setCloneFrom(null)}
+        />
+      )}
     </>
   );
 }

@@ -3,6 +3,7 @@ export type Route =
   | { page: 'jobs' }
   | { page: 'new' }
   | { page: 'job'; jobId: string }
+  | { page: 'manage' }
   | { page: 'not_found' };
 
 /**
@@ -14,6 +15,8 @@ export function matchRoute(pathname: string): Route {
   const path = pathname.replace(/\/+$/, '') || '/';
   if (path === '/' || path === '/jobs') return { page: 'jobs' };
   if (path === '/new' || path === '/jobs/new') return { page: 'new' };
+  // Cluster administration (staff). Not /admin/: that is Django's admin site.
+  if (path === '/manage') return { page: 'manage' };
   const job = /^\/jobs\/([^/]+)$/.exec(path);
   if (job) {
     try {
@@ -24,6 +27,8 @@ export function matchRoute(pathname: string): Route {
   }
   return { page: 'not_found' };
 }
+
+export const MANAGE_PATH = '/manage';
 
 export function jobPath(jobId: string): string {
   return `/jobs/${encodeURIComponent(jobId)}`;
