@@ -103,6 +103,12 @@ class EngineHost(Protocol):
     def pipeline_states(self) -> dict[str, str]:
         """Every pipeline this engine instance knows, with its state (for reconciliation)."""
 
+    def timeline(self, window_s: float) -> dict[str, Any]:
+        """Sub-stage spans of the last ``window_s`` engine seconds, running ones included:
+        ``now_s``, ``since_s``, ``device_type``, ``num_devices``, ``spans`` (each
+        ``pipeline_id``, ``kind``, ``bucket``, ``step``, ``worker``, ``devices``, ``start_s``,
+        ``end_s``, ``share``, ``running``)."""
+
     def describe(self) -> dict[str, Any]:
         """Cluster size, devices in use, pipelines by state: for health and the dashboard."""
 

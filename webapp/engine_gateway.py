@@ -24,6 +24,7 @@ __all__ = [
     "SpecProblem",
     "cancel_pipeline",
     "cluster_capacity",
+    "cluster_timeline",
     "describe_engine",
     "engine_host",
     "list_presets",
@@ -107,6 +108,11 @@ def cancel_pipeline(*, job_id: str) -> bool:
 def pause_pipeline(*, job_id: str) -> bool:
     """Ask the engine to stop the job at its next step boundary; False if it does not know it."""
     return engine_host().pause(job_id)
+
+
+def cluster_timeline(*, window_s: float) -> dict[str, Any]:
+    """What ran on which device lately (engine clock), running sub-stages included."""
+    return engine_host().timeline(window_s)
 
 
 def pipeline_states() -> dict[str, str]:

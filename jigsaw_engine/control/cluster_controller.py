@@ -218,6 +218,45 @@ class ClusterController:
     def state_of(self, pipeline_id: str) -> PipelineState:
         return self._runs[pipeline_id].state
 
+    def timeline_window(self, window_s: float) -> dict[str, Any]:
+        """What ran in the last ``window_s`` seconds of the engine's clock, and what runs now
+        (open spans end at ``now_s``): the cluster page's sub-stage timeline."""
+        now = self.runtime.now_s
+        since = now - window_s
+
+        def as_dict(span: TimelineSpan, running: bool) -> dict[str, Any]:
+            return {
+                "pipeline_id": span.pipeline_id,
+                "kind": span.kind,
+                "bucket": span.bucket,
+                "step": span.step + 1,
+                "worker": span.worker,
+                "devices": list(span.devices),
+                "start_s": span.start_s,
+                "end_s": span.end_s,
+                "share": span.share,
+                "running": running,
+            }
+
+        spans = []
+        for span in reversed(self.timeline):  # newest last: stop at the window's start
+            if span.end_s < since:
+                break
+            spans.append(as_dict(span, False))
+        spans.reverse()
+        for task_id, task in self._running.items():
+            node = task.node
+            open_span = TimelineSpan(task.pipeline_id, node.kind.value, node.bucket, node.step, node.worker,
+                                     task.devices, self._started_s[task_id], now, task.share)  # fmt: skip
+            spans.append(as_dict(open_span, True))
+        return {
+            "now_s": now,
+            "since_s": since,
+            "device_type": self.cluster.device_type,
+            "num_devices": self.cluster.num_devices,
+            "spans": spans,
+        }
+
     def pipeline_states(self) -> dict[str, str]:
         return {pid: run.state.value for pid, run in self._runs.items()}
 

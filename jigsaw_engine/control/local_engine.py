@@ -124,6 +124,10 @@ class LocalEngine:
         with self._lock:
             return self._controller.pipeline_states()
 
+    def timeline(self, window_s: float) -> dict[str, Any]:
+        with self._lock:
+            return self._controller.timeline_window(window_s)
+
     def describe(self) -> dict[str, Any]:
         with self._lock:
             info = self._controller.describe()

@@ -48,6 +48,9 @@ class EngineActor:
     def pipeline_states(self) -> dict[str, str]:
         return self._engine.pipeline_states()
 
+    def timeline(self, window_s: float) -> dict[str, Any]:
+        return self._engine.timeline(window_s)
+
     def events_since(self, cursor: int, limit: int) -> dict[str, Any]:
         batch = self._engine.events_since(cursor, limit)
         return {
@@ -108,6 +111,10 @@ class RayEngineClient:
     def pipeline_states(self) -> dict[str, str]:
         states: dict[str, str] = self._get(self._actor.pipeline_states.remote())
         return states
+
+    def timeline(self, window_s: float) -> dict[str, Any]:
+        window: dict[str, Any] = self._get(self._actor.timeline.remote(window_s))
+        return window
 
     def events_since(self, cursor: int, limit: int = 1000) -> EventBatch:
         raw = self._get(self._actor.events_since.remote(cursor, limit))

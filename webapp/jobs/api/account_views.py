@@ -1,7 +1,9 @@
-"""The caller's tenant: its quota with what it uses, its usage ledger, its API keys."""
+"""The caller's tenant: its quota with what it uses, its usage ledger, its API keys, and the
+shared cluster's recent sub-stages."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -190,3 +192,45 @@ class ApiKeyDetailView(APIView):
             raise NotFound()
         api_token_revoke(token=token, actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ClusterTimelineView(APIView):
+    """The shared cluster's recent sub-stages, for the cluster page: the caller's own jobs by
+    id and name; other tenants' work is shown (the cluster is shared) but not named."""
+
+    permission_classes = [TenantScoped]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("window_s", OpenApiTypes.NUMBER, description="Engine seconds back (default 600).")
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request) -> Response:
+        tenant, _, _ = resolve_tenant(request)
+        raw = request.query_params.get("window_s", "600")
+        try:
+            window_s = float(raw)
+        except ValueError:
+            raise ValidationError({"window_s": [f"must be a number of seconds, got {raw!r}"]}) from None
+        if not 1.0 <= window_s <= 86_400.0:
+            raise ValidationError({"window_s": [f"must be between 1 and 86400, got {window_s:g}"]})
+        timeline = engine_gateway.cluster_timeline(window_s=window_s)
+        ids = {s["pipeline_id"] for s in timeline["spans"]}
+        own = dict(Job.objects.filter(tenant=tenant, pk__in=_uuids(ids)).values_list("pk", "name"))
+        names = {str(pk): name for pk, name in own.items()}
+        for span in timeline["spans"]:
+            pid = span.pop("pipeline_id")
+            span["job"] = pid if pid in names else None
+            span["job_name"] = names.get(pid, "another tenant's job")
+        return Response(timeline)
+
+
+def _uuids(values: set[str]) -> list[uuid.UUID]:
+    out = []
+    for value in values:
+        try:
+            out.append(uuid.UUID(value))
+        except ValueError:
+            continue  # not a job id (pipelines started outside the service)
+    return out

@@ -14,6 +14,7 @@ urlpatterns = [
     path("presets", PresetsView.as_view(), name="presets"),
     path("quota", account_views.QuotaView.as_view(), name="quota"),
     path("usage", account_views.UsageView.as_view(), name="usage"),
+    path("cluster/timeline", account_views.ClusterTimelineView.as_view(), name="cluster-timeline"),
     path("api-keys", account_views.ApiKeyListView.as_view(), name="api-keys"),
     path("api-keys/<str:key_id>", account_views.ApiKeyDetailView.as_view(), name="api-key"),
     path("admin/tenants", admin_views.AdminTenantsView.as_view(), name="admin-tenants"),
