@@ -4,6 +4,7 @@ import { ApiClient, isAbort, loginUrl } from './api/client';
 import { csrfToken } from './api/csrf';
 import { ApiError } from './api/errors';
 import type { Me } from './api/types';
+import { ComparePage } from './pages/ComparePage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
 import { AdminPage, StaffOnlyNotice } from './pages/admin/AdminPage';
@@ -80,6 +81,8 @@ export function App() {
     body = <JobsPage key={session.tenant.slug} />;
   } else if (route.page === 'new') {
     body = <SubmitPage key={session.tenant.slug} />;
+  } else if (route.page === 'compare') {
+    body = <ComparePage key={session.tenant.slug} />;
   } else if (route.page === 'job') {
     body = <JobPage key={`${session.tenant.slug}/${route.jobId}`} jobId={route.jobId} />;
   } else {

@@ -202,6 +202,25 @@ export class ApiClient {
     }
     return response.blob();
   }
+
+  // -- jobs list and compare -----------------------------------------------------------
+
+  /** First page of jobs for a query built by the jobs list ("?status=a,b&name=x"), or a cursor link. */
+  listJobsQuery(query: string, pageUrl: string | null, signal?: AbortSignal): Promise<Page<Job>> {
+    const path = pageUrl ? pathOf(pageUrl) : `${API}/jobs${query}`;
+    return this.request<Page<Job>>(path, { signal });
+  }
+
+  /** Only the named series of a job's metric history, each downsampled to at most `maxPoints`. */
+  getNamedMetrics(
+    id: string,
+    names: readonly string[],
+    maxPoints: number,
+    signal?: AbortSignal,
+  ): Promise<MetricsResponse> {
+    const query = `max_points=${maxPoints}&names=${names.map(encodeURIComponent).join(',')}`;
+    return this.request<MetricsResponse>(`${API}/jobs/${encodeURIComponent(id)}/metrics?${query}`, { signal });
+  }
 }
 
 /** True for the rejection of a fetch that our own AbortController cancelled. */

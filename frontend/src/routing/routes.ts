@@ -4,6 +4,7 @@ export type Route =
   | { page: 'new' }
   | { page: 'job'; jobId: string }
   | { page: 'manage' }
+  | { page: 'compare' }
   | { page: 'not_found' };
 
 /**
@@ -17,6 +18,8 @@ export function matchRoute(pathname: string): Route {
   if (path === '/new' || path === '/jobs/new') return { page: 'new' };
   // Cluster administration (staff). Not /admin/: that is Django's admin site.
   if (path === '/manage') return { page: 'manage' };
+  // Overlaid metric curves of the jobs named in ?jobs=<id>,<id>.
+  if (path === '/compare') return { page: 'compare' };
   const job = /^\/jobs\/([^/]+)$/.exec(path);
   if (job) {
     try {

@@ -1,0 +1,146 @@
+"""The jobs list and the compare page in a real headless Chromium against the live server:
+filter the list by status, select two finished jobs (one by keyboard), compare them and see
+one line and one legend entry per job, for each metric picked."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.test_dashboard import PASSWORD, real_errors, sign_in
+from tests.engine.builders import make_spec
+from webapp.jobs.models import Job
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+T = TypeVar("T")
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+def off_loop(fn: Callable[[], T]) -> T:
+    """Run ``fn`` in a thread of its own: Playwright's event loop runs on this one, where
+    publishing an event to the WebSocket layer (async_to_sync) is refused."""
+
+    def run() -> T:
+        try:
+            return fn()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(run).result()
+
+
+def api_client(token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+def submit(token: str, name: str) -> str:
+    def post() -> str:
+        r = api_client(token).post(
+            "/api/v1/jobs",
+            {"name": name, "spec": make_spec(trainer={"total_steps": 3})},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
+        )
+        assert r.status_code == 201, r.content
+        return str(r.json()["id"])
+
+    return off_loop(post)
+
+
+def cancel(token: str, job_id: str) -> None:
+    def post() -> None:
+        r = api_client(token).post(f"/api/v1/jobs/{job_id}/cancel")
+        assert r.status_code in (200, 202, 409), r.content
+
+    off_loop(post)
+
+
+def wait_terminal(job_ids: list[str], timeout_s: float = 60.0) -> dict[str, str]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        statuses = off_loop(lambda: dict(Job.objects.filter(pk__in=job_ids).values_list("pk", "status")))
+        statuses = {str(k): v for k, v in statuses.items()}
+        if all(statuses.get(j) in TERMINAL for j in job_ids):
+            return statuses
+        assert time.monotonic() < deadline, f"jobs did not finish: {statuses}"
+        time.sleep(0.3)
+
+
+def test_filter_select_and_compare(browser, live_server_url, engine_speed, make_actor) -> None:
+    engine_speed(40.0)  # a 3-step job finishes within a couple of seconds
+    actor = make_actor("acme")
+    actor.user.set_password(PASSWORD)
+    off_loop(actor.user.save)
+    base = live_server_url
+
+    first = submit(actor.token, "cmp-alpha")
+    second = submit(actor.token, "cmp-beta")
+    third = submit(actor.token, "cmp-gamma")
+    cancel(actor.token, third)
+    statuses = wait_terminal([first, second, third])
+    assert statuses[first] == statuses[second] == "succeeded", statuses
+    succeeded = [j for j, s in statuses.items() if s == "succeeded"]
+
+    page, errors = sign_in(browser, base, actor.user.username)
+    rows = page.get_by_test_id("job-row")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=job-row]').length === 3")
+    row = page.locator(f"[data-testid=job-row][data-job-id='{first}']")
+    assert re.fullmatch(r"2 (\u00d7 \S+|GPUs)", row.get_by_test_id("job-gpus").inner_text())
+    assert "GPU-h" in row.get_by_test_id("job-gpu-hours").inner_text()
+    assert row.get_by_test_id("job-eta").inner_text().strip() == "ETA \u2014"  # finished: no ETA
+
+    # Filter by status: only the succeeded jobs remain.
+    page.get_by_test_id("status-filter-toggle").click()
+    page.get_by_test_id("status-option-succeeded").check()
+    page.wait_for_function(
+        "n => { const r = [...document.querySelectorAll('[data-testid=job-row]')];"
+        " return r.length === n && r.every(e => e.dataset.status === 'succeeded'); }",
+        arg=len(succeeded),
+    )
+    page.get_by_test_id("status-filter-toggle").click()  # close the menu
+
+    # Select two: one with the mouse, one from the keyboard.
+    compare = page.get_by_test_id("compare-button")
+    assert compare.is_disabled()
+    page.locator(f"[data-testid=job-row][data-job-id='{first}'] [data-testid=job-select]").check()
+    page.locator(f"[data-testid=job-row][data-job-id='{second}'] [data-testid=job-select]").focus()
+    page.keyboard.press("Space")
+    assert compare.inner_text().strip() == "Compare (2)"
+    assert rows.count() == len(succeeded)
+    page.screenshot(path=str(ARTIFACTS / "jobs-list.png"), full_page=True)
+
+    compare.click()
+    page.wait_for_url(re.compile(r".*/compare\?jobs=.+"))
+    assert set(page.url.split("jobs=", 1)[1].split(",")) == {first, second}
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=compare-line]').length === 2")
+    legend = page.get_by_test_id("compare-legend-item")
+    assert legend.count() == 2
+    assert {legend.nth(i).get_attribute("data-job-id") for i in range(2)} == {first, second}
+    assert "cmp-alpha" in page.get_by_test_id("compare-legend").inner_text()
+
+    # Pick another metric: still one line per job.
+    metric = page.get_by_test_id("compare-metric")
+    options = metric.locator("option").all_inner_texts()
+    assert "perf/throughput" in options, options
+    metric.select_option("perf/throughput")
+    page.get_by_test_id("compare-chart-perf_throughput").wait_for()
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=compare-line]').length === 2")
+    page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
+
+    # A reload of /compare is served the app too.
+    page.reload()
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=compare-line]').length === 2")
+    assert real_errors(errors) == []
