@@ -375,3 +375,40 @@ def test_the_tenant_cursor_round_trips_and_refuses_anything_else() -> None:
     ):
         with pytest.raises(ValueError):
             Delivered.decode(bad)
+
+
+@pytest.mark.asyncio
+async def test_replay_of_chosen_kinds_skips_the_rest_but_live_sends_all(make_actor) -> None:
+    """The job page takes metric history downsampled over REST: its socket replays only status
+    and log events, then sends everything live."""
+    actor = await sync_to_async(make_actor)("acme")
+
+    def setup() -> str:
+        job = services.job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec())
+        for step in (1, 2, 3):
+            services._append_event(job, "metrics", {"step": step, "total_steps": 3, "metrics": {"x": 1.0}})
+        services._append_event(job, "log", {"level": "info", "message": "hello"})
+        return str(job.pk)
+
+    job_id = await sync_to_async(setup)()
+    ws = WebsocketCommunicator(
+        application,
+        f"/ws/v1/jobs/{job_id}?replay=status,log",
+        headers=[(b"authorization", f"Bearer {actor.token}".encode())],
+    )
+    assert (await ws.connect(timeout=5))[0]
+    replayed = []
+    while len(replayed) < 2:
+        frame = await ws.receive_json_from(timeout=5)
+        replayed += frame.get("events", [])
+    assert [e["kind"] for e in replayed] == ["status", "log"]
+    assert frame["cursor"] == 5  # the skipped metrics count as delivered
+
+    def live() -> None:
+        job = Job.objects.get(pk=job_id)
+        services._append_event(job, "metrics", {"step": 4, "total_steps": 4, "metrics": {"x": 2.0}})
+
+    await sync_to_async(live)()
+    frame = await ws.receive_json_from(timeout=5)
+    assert [(e["kind"], e["seq"]) for e in frame["events"]] == [("metrics", 6)]
+    await ws.disconnect()

@@ -372,11 +372,26 @@ class JobStreamConsumer(_EventStream):
         self.job_id = str(job.pk)
         self.group = job_group(job.pk)
         self.delivered.seqs[self.job_id] = after
+        # ``?replay=status,log``: replay only these kinds (a page that takes its metric history
+        # downsampled over REST need not receive every stored metrics event); live, all kinds.
+        kinds = query.get("replay")
+        self.replay_kinds = set(kinds.split(",")) if kinds else None
         return None
 
     async def replay(self) -> bool:
         self.delivered.seqs[self.job_id] = await _job_replay_start(self.job_id, self.cursor())
-        return await self._send_stored()
+        if self.replay_kinds is None:
+            return await self._send_stored()
+        sent = False
+        while True:
+            events = await _job_events_after(self.job_id, self.cursor())
+            wanted = [e for e in events if e["kind"] in self.replay_kinds]
+            await self.send_events(wanted)
+            if events:  # skipped kinds count as delivered
+                self.delivered.seqs[self.job_id] = max(self.cursor(), events[-1]["seq"])
+            sent = sent or bool(wanted)
+            if len(events) < PAGE:
+                return sent
 
     async def catch_up(self) -> None:
         await self._send_stored()

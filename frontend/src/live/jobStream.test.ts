@@ -64,6 +64,12 @@ describe('jobStreamUrl', () => {
     expect(jobStreamUrl({ protocol: 'http:', host: 'a:8000' }, 'id', 0)).toBe('ws://a:8000/ws/jobs/id/?after=0');
     expect(jobStreamUrl({ protocol: 'https:', host: 'a' }, 'id', 42)).toBe('wss://a/ws/jobs/id/?after=42');
   });
+
+  it('asks for a replay of only some kinds when told to', () => {
+    expect(jobStreamUrl({ protocol: 'http:', host: 'a' }, 'id', 0, ['status', 'log'])).toBe(
+      'ws://a/ws/jobs/id/?after=0&replay=status,log',
+    );
+  });
 });
 
 describe('JobStream', () => {

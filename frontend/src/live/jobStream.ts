@@ -41,6 +41,8 @@ export interface JobStreamOptions {
   jobId: string;
   /** Events with seq above this are wanted; 0 replays the whole stored history. */
   after?: number;
+  /** Replay only these kinds of stored event (all kinds live); default every kind. */
+  replayKinds?: readonly string[];
   /** Receives events in increasing seq, each exactly once, batched every `batchMs`. */
   onEvents: (events: JobEvent[]) => void;
   onState: (state: StreamState) => void;
@@ -53,9 +55,15 @@ export interface JobStreamOptions {
   now?: () => number;
 }
 
-export function jobStreamUrl(loc: { protocol: string; host: string }, jobId: string, after: number): string {
+export function jobStreamUrl(
+  loc: { protocol: string; host: string },
+  jobId: string,
+  after: number,
+  replayKinds?: readonly string[],
+): string {
   const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
-  return `${scheme}//${loc.host}/ws/jobs/${encodeURIComponent(jobId)}/?after=${after}`;
+  const replay = replayKinds && replayKinds.length ? `&replay=${replayKinds.map(encodeURIComponent).join(',')}` : '';
+  return `${scheme}//${loc.host}/ws/jobs/${encodeURIComponent(jobId)}/?after=${after}${replay}`;
 }
 
 /**
@@ -113,7 +121,7 @@ export class JobStream {
 
   private connect(): void {
     const loc = this.opts.location ?? window.location;
-    const url = jobStreamUrl(loc, this.opts.jobId, this.lastSeq);
+    const url = jobStreamUrl(loc, this.opts.jobId, this.lastSeq, this.opts.replayKinds);
     const create = this.opts.createSocket ?? ((u: string) => new WebSocket(u) as unknown as SocketLike);
     const socket = create(url);
     this.socket = socket;

@@ -108,8 +108,8 @@ export function JobPage({ jobId }: { jobId: string }) {
     return () => controller.abort();
   }, [api, jobId]);
 
-  // The event stream. after=0 replays the stored history (the events list needs it;
-  // metric points it repeats merge by step), then stays live.
+  // The event stream. after=0 replays the stored history of the kinds the events list
+  // needs (metric history comes downsampled over REST above), then stays live for all.
   useEffect(() => {
     const onEvents = (batch: JobEvent[]) => {
       setEvents((prev) => mergeEvents(prev, batch));
@@ -131,6 +131,7 @@ export function JobPage({ jobId }: { jobId: string }) {
     const live = new JobStream({
       jobId,
       after: 0,
+      replayKinds: ['status', 'log', 'samples'],
       onEvents,
       onState: setStream,
       shouldReconnect: () => !(jobRef.current && isTerminal(jobRef.current.status)),
