@@ -96,9 +96,9 @@ def test_event_cursor_reads_each_event_once() -> None:
 def test_local_engine_paces_against_wall_clock() -> None:
     # At 1000 simulated seconds per wall second, a job whose last event is at simulated time T
     # cannot finish in less than T / 1000 wall seconds (pacing), and must finish at all.
+    started = time.monotonic()  # before the engine: its clock starts when it is built
     engine = LocalEngine(make_cluster(8), speed=1000.0)
     try:
-        started = time.monotonic()
         engine.submit("p", make_spec())
         engine.submit("p", make_spec())  # idempotent
         deadline = started + 20
