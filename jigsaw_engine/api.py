@@ -11,16 +11,20 @@ from typing import Any, Literal
 
 from jigsaw_engine.contracts import EngineHost
 from jigsaw_engine.control.local_engine import LocalEngine
+from jigsaw_engine.envs.dataset_check import DatasetCheck, DatasetRow, check_dataset_text
 from jigsaw_engine.errors import FieldError, JigsawError, SpecError
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster, parse_cluster_spec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS
 
 __all__ = [
+    "DatasetCheck",
+    "DatasetRow",
     "EngineConfig",
     "FieldError",
     "JigsawError",
     "SpecError",
+    "check_dataset_text",
     "connect_ray_engine",
     "list_presets",
     "resolve_spec",
@@ -156,3 +160,35 @@ def connect_ray_engine(config: EngineConfig, *, address: str | None) -> EngineHo
     from jigsaw_engine.runtime.ray.engine_actor import RayEngineClient
 
     return RayEngineClient(config, address=address)
+
+
+# -- a user's JSONL dataset ({"prompt", "answer"} per line): checked and graded, torch-free ----
+
+
+def grader_names() -> list[str]:
+    """The graders a dataset's ``data.grader`` may name."""
+    from jigsaw_engine.envs.graders import GRADER_NAMES
+
+    return list(GRADER_NAMES)
+
+
+def grade(grader: str, completion: str, answer: str) -> float:
+    """The reward ``grader`` gives ``completion`` for reference ``answer`` (1.0 or 0.0), as in training."""
+    from jigsaw_engine.envs.graders import get_grader
+
+    try:
+        grade_fn = get_grader(grader)
+    except ValueError as exc:
+        raise SpecError([FieldError("grader", str(exc))]) from exc
+    return grade_fn(completion, answer.strip())
+
+
+def grader_answer_problem(grader: str, answer: str) -> str | None:
+    """Why ``answer`` could never earn a reward under ``grader``, or None when it can."""
+    from jigsaw_engine.envs.graders import check_reference, parse_grader_name
+
+    try:
+        grader_name = parse_grader_name(grader)
+    except ValueError as exc:
+        raise SpecError([FieldError("grader", str(exc))]) from exc
+    return check_reference(grader_name, answer.strip())

@@ -128,3 +128,65 @@ def pull_events(*, cursor: int, limit: int = 500) -> tuple[str, list[EngineEvent
 
 def describe_engine() -> dict[str, Any]:
     return engine_host().describe()
+
+
+# -- users' JSONL datasets and their graders ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetRow:
+    line: int
+    prompt: str
+    answer: str
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetCheck:
+    row_count: int
+    problems: list[SpecProblem]
+    """The first problems, each ``rows[<line>]``: ``line <n>: ...``."""
+    problem_count: int
+    preview: list[DatasetRow]
+
+
+def check_dataset(
+    content: str | bytes,
+    *,
+    filename: str = "dataset.jsonl",
+    grader: str | None = None,
+    max_problems: int = 50,
+    preview_rows: int = 5,
+) -> DatasetCheck:
+    """Every row of a JSONL dataset checked as the engine will read it; ValueError for an unknown grader."""
+    try:
+        found = engine_api.check_dataset_text(
+            content, filename, grader=grader, max_problems=max_problems, preview_rows=preview_rows
+        )
+    except engine_api.SpecError as exc:
+        raise ValueError("; ".join(e.message for e in exc.errors)) from exc
+    return DatasetCheck(
+        row_count=found.row_count,
+        problems=[SpecProblem(p.field, p.message) for p in found.problems],
+        problem_count=found.problem_count,
+        preview=[DatasetRow(r.line, r.prompt, r.answer) for r in found.preview],
+    )
+
+
+def grader_names() -> list[str]:
+    return engine_api.grader_names()
+
+
+def grade(*, grader: str, completion: str, answer: str) -> float:
+    """The engine's reward for ``completion`` against ``answer``; ValueError for an unknown grader."""
+    try:
+        return engine_api.grade(grader, completion, answer)
+    except engine_api.SpecError as exc:
+        raise ValueError("; ".join(e.message for e in exc.errors)) from exc
+
+
+def grader_answer_problem(*, grader: str, answer: str) -> str | None:
+    """Why ``answer`` could never earn a reward under ``grader``; None when it can."""
+    try:
+        return engine_api.grader_answer_problem(grader, answer)
+    except engine_api.SpecError as exc:
+        raise ValueError("; ".join(e.message for e in exc.errors)) from exc

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "channels",
     "tenants",
     "webapp.jobs",
+    "webapp.datasets",
 ]
 
 MIDDLEWARE = [
@@ -152,6 +153,7 @@ if ENGINE_MODE not in ("simulated", "real"):
 ENGINE_REAL_CACHE_DIR = env_str("ENGINE_REAL_CACHE_DIR", str(BASE_DIR / "var" / "policy-cache"))
 ENGINE_REAL_CHECKPOINT_DIR = env_str("ENGINE_REAL_CHECKPOINT_DIR", "")
 """Simulated seconds per wall second for simulated pipelines (``inf`` in tests)."""
+DATASETS_DIR = env_str("DATASETS_DIR", str(BASE_DIR / "var" / "datasets"))  # <dir>/<tenant id>/<dataset id>.jsonl
 
 # -- auth, API ------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -5,12 +5,13 @@ import { csrfToken } from './api/csrf';
 import { ApiError } from './api/errors';
 import type { Me } from './api/types';
 import { ComparePage } from './pages/ComparePage';
+import { ClusterPage } from './pages/cluster/ClusterPage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
 import { AdminPage, StaffOnlyNotice } from './pages/admin/AdminPage';
 import { SubmitPage } from './pages/SubmitPage';
 import { Link, navigate, usePathname } from './routing/navigation';
-import { MANAGE_PATH, matchRoute } from './routing/routes';
+import { CLUSTER_PATH, MANAGE_PATH, matchRoute } from './routing/routes';
 import { SessionContext, type Session } from './session';
 import { loadRememberedTenant, pickTenant, rememberTenant } from './tenant';
 
@@ -83,6 +84,8 @@ export function App() {
     body = <SubmitPage key={session.tenant.slug} />;
   } else if (route.page === 'compare') {
     body = <ComparePage key={session.tenant.slug} />;
+  } else if (route.page === 'cluster') {
+    body = <ClusterPage key={session.tenant.slug} />;
   } else if (route.page === 'job') {
     body = <JobPage key={`${session.tenant.slug}/${route.jobId}`} jobId={route.jobId} />;
   } else {
@@ -102,6 +105,9 @@ export function App() {
         <nav aria-label="Main" className="topnav">
           <Link to="/" aria-current={route.page === 'jobs' ? 'page' : undefined}>
             Jobs
+          </Link>
+          <Link to={CLUSTER_PATH} data-testid="nav-cluster" aria-current={route.page === 'cluster' ? 'page' : undefined}>
+            Cluster
           </Link>
           {me?.is_staff && (
             <Link

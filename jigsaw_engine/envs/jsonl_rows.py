@@ -55,7 +55,7 @@ def read_jsonl_rows(
             raw = raw[3:]
         if not raw.strip():
             continue
-        fields, line_problems = _parse_line(raw, required, optional, check)
+        fields, line_problems = parse_line(raw, required, optional, check)
         if line_problems:
             if len(problems) < MAX_REPORTED_LINES:
                 problems.append(f"{where}:{number}: {', '.join(line_problems)}")
@@ -70,7 +70,7 @@ def read_jsonl_rows(
     return rows
 
 
-def _parse_line(
+def parse_line(
     raw: bytes, required: Sequence[str], optional: Sequence[str], check: RowCheck | None
 ) -> tuple[dict[str, str] | None, list[str]]:
     try:

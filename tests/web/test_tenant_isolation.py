@@ -67,6 +67,10 @@ def two_tenants(make_actor: Any) -> tuple[Any, Any, Job]:
     owner.credentials(HTTP_AUTHORIZATION=f"Bearer {a.token}")
     r = owner.post("/api/v1/jobs", {"spec": make_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
     assert r.status_code == 201
+    d = owner.post(
+        "/api/v1/datasets", {"name": "acme-data", "content": '{"prompt": "1+1", "answer": "2"}'}, format="json"
+    )
+    assert d.status_code == 201, d.content
     return a, b, Job.objects.get(pk=r.json()["id"])
 
 
@@ -81,7 +85,7 @@ def callers(b: Any) -> dict[str, APIClient]:
 def test_every_route_refuses_another_tenants_objects(two_tenants: tuple[Any, Any, Job]) -> None:
     a, b, job = two_tenants
     key_a = ApiToken.objects.get(tenant=a.tenant).key_id
-    ids = {"pk": str(job.pk), "key_id": key_a, "slug": a.tenant.slug, "username": a.user.username}
+    ids = {"pk": str(job.pk), "key_id": key_a, "slug": a.tenant.slug, "username": a.user.username, "name": "acme-data"}
     before = Job.objects.filter(pk=job.pk).values().get()
     checked = []
     for route, pattern in api_routes():

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from tenants.models import Quota, Tenant
 from webapp import engine_gateway
+from webapp.datasets.services import resolve_dataset_refs
 from webapp.jobs.errors import BudgetExhausted, InvalidTransition, QuotaExceeded, SpecInvalid
 from webapp.jobs.models import (
     TERMINAL_STATUSES,
@@ -136,6 +137,7 @@ def engine_spec(job: Job) -> dict[str, Any]:
 
 def job_submit(*, tenant: Tenant, user: Any, name: str, spec: Mapping[str, Any]) -> Job:
     """Validate, store as ``queued``; the admission pass (right after commit) gives it capacity."""
+    spec = resolve_dataset_refs(tenant, spec)  # data.train_files "dataset:<name>" -> the stored file
     resolved = _validated(spec)
     with transaction.atomic():
         return _create_job(tenant=tenant, user=user, name=name, spec=spec, resolved=resolved)
@@ -173,6 +175,7 @@ def job_clone(*, job: Job, user: Any, checkpoint_step: int | None, overrides: Ma
     if checkpoint_step:
         trainer["start_step"] = checkpoint_step
     spec["trainer"] = trainer
+    spec = dict(resolve_dataset_refs(job.tenant, spec, field_prefix="overrides"))
     resolved = _validated(spec, field_prefix="overrides")
     with transaction.atomic():
         clone = _create_job(

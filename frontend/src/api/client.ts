@@ -3,6 +3,7 @@ import { ApiError, networkError, parseApiError } from './errors';
 import type {
   Checkpoint,
   CloneJobInput,
+  ClusterTimeline,
   Job,
   LogsPage,
   Me,
@@ -11,6 +12,7 @@ import type {
   Preset,
   Sample,
 } from './types';
+import type { Dataset, DatasetDetail, DryRunInput, DryRunResult } from './types';
 
 const API = '/api/v1';
 
@@ -220,6 +222,42 @@ export class ApiClient {
   ): Promise<MetricsResponse> {
     const query = `max_points=${maxPoints}&names=${names.map(encodeURIComponent).join(',')}`;
     return this.request<MetricsResponse>(`${API}/jobs/${encodeURIComponent(id)}/metrics?${query}`, { signal });
+  }
+
+  // -- cluster page ----------------------------------------------------------------------
+
+  /** The shared cluster's sub-stages over the last `windowS` seconds of the engine's clock. */
+  clusterTimeline(windowS: number, signal?: AbortSignal): Promise<ClusterTimeline> {
+    return this.request<ClusterTimeline>(`${API}/cluster/timeline?window_s=${windowS}`, { signal });
+  }
+
+  // -- datasets and grader dry runs ----------------------------------------------------
+
+  async listDatasets(signal?: AbortSignal): Promise<Dataset[]> {
+    const page = await this.request<{ results: Dataset[] }>(`${API}/datasets`, { signal });
+    return page.results;
+  }
+
+  /** Upload a JSONL file's text; a 400 lists bad rows as `rows[<line>]` details. */
+  uploadDataset(name: string, content: string): Promise<Dataset> {
+    return this.request<Dataset>(`${API}/datasets`, { method: 'POST', body: { name, content } });
+  }
+
+  getDataset(name: string, signal?: AbortSignal): Promise<DatasetDetail> {
+    return this.request<DatasetDetail>(`${API}/datasets/${encodeURIComponent(name)}`, { signal });
+  }
+
+  deleteDataset(name: string): Promise<void> {
+    return this.request<void>(`${API}/datasets/${encodeURIComponent(name)}`, { method: 'DELETE' });
+  }
+
+  async dryRunGrader(body: DryRunInput, signal?: AbortSignal): Promise<DryRunResult[]> {
+    const page = await this.request<{ results: DryRunResult[] }>(`${API}/graders/dry-run`, {
+      method: 'POST',
+      body,
+      signal,
+    });
+    return page.results;
   }
 }
 

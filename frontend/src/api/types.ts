@@ -161,3 +161,74 @@ export interface CloneJobInput {
   checkpoint_step?: number;
   overrides: Record<string, unknown>;
 }
+
+// -- cluster page ------------------------------------------------------------------------
+
+/** One sub-stage on the shared cluster. `job` is null for another tenant's work (unnamed). */
+export interface ClusterSpan {
+  job: string | null;
+  job_name: string;
+  kind: string;
+  bucket: string;
+  step: number;
+  worker: string | number;
+  devices: number[];
+  start_s: number;
+  end_s: number;
+  share: number;
+  running: boolean;
+}
+
+/** GET /cluster/timeline?window_s=: the last `window_s` of the engine's clock. */
+export interface ClusterTimeline {
+  now_s: number;
+  since_s: number;
+  device_type: string;
+  num_devices: number;
+  spans: ClusterSpan[];
+}
+
+// -- datasets and grader dry runs --------------------------------------------------------
+
+/** A tenant's uploaded JSONL dataset (GET /datasets); `ref` is what data.train_files takes. */
+export interface Dataset {
+  name: string;
+  ref: string;
+  rows: number;
+  size_bytes: number;
+  sha256: string;
+  created_by: string | null;
+  created_at: string;
+}
+
+export interface DatasetRow {
+  line: number;
+  prompt: string;
+  answer: string;
+}
+
+/** GET /datasets/<name>: the metadata and the first rows. */
+export interface DatasetDetail extends Dataset {
+  preview: DatasetRow[];
+}
+
+export type GraderName = 'numeric' | 'exact_match';
+
+/** POST /graders/dry-run: a stored dataset's first rows, or rows sent inline. */
+export interface DryRunInput {
+  grader: GraderName;
+  dataset?: string;
+  rows?: { prompt: string; answer: string }[];
+  /** One per row; default: each row's answer as `#### <answer>` (a perfect reply). */
+  completions?: string[];
+}
+
+export interface DryRunResult {
+  line: number;
+  prompt: string;
+  answer: string;
+  completion: string;
+  reward: number;
+  /** Why this grader could never reward the row's answer; null when it can. */
+  problem: string | null;
+}

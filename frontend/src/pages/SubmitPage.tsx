@@ -7,6 +7,7 @@ import { Link, navigate } from '../routing/navigation';
 import { jobPath } from '../routing/routes';
 import { canWrite, useSession } from '../session';
 import { errorTarget, parseSubmitForm } from './specForm';
+import { DatasetPanel } from './submit/DatasetPanel';
 
 function specText(spec: unknown): string {
   return JSON.stringify(spec, null, 2);
@@ -206,6 +207,15 @@ export function SubmitPage() {
           </p>
         </aside>
       </form>
+
+      <DatasetPanel
+        api={api}
+        spec={spec}
+        onSpecChange={(text) => {
+          specTouched.current = true;
+          setSpec(text);
+        }}
+      />
     </>
   );
 }

@@ -5,6 +5,7 @@ export type Route =
   | { page: 'job'; jobId: string }
   | { page: 'manage' }
   | { page: 'compare' }
+  | { page: 'cluster' }
   | { page: 'not_found' };
 
 /**
@@ -20,6 +21,8 @@ export function matchRoute(pathname: string): Route {
   if (path === '/manage') return { page: 'manage' };
   // Overlaid metric curves of the jobs named in ?jobs=<id>,<id>.
   if (path === '/compare') return { page: 'compare' };
+  // The shared cluster's sub-stage timeline and utilisation.
+  if (path === '/cluster') return { page: 'cluster' };
   const job = /^\/jobs\/([^/]+)$/.exec(path);
   if (job) {
     try {
@@ -36,3 +39,5 @@ export const MANAGE_PATH = '/manage';
 export function jobPath(jobId: string): string {
   return `/jobs/${encodeURIComponent(jobId)}`;
 }
+
+export const CLUSTER_PATH = '/cluster';

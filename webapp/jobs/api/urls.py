@@ -1,4 +1,4 @@
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from webapp.jobs.api import account_views, admin_views
@@ -27,5 +27,6 @@ urlpatterns = [
     path("admin/cluster", admin_views.AdminClusterView.as_view(), name="admin-cluster"),
     path("admin/audit", admin_views.AdminAuditView.as_view(), name="admin-audit"),
     re_path(r"^jobs/(?P<pk>[0-9a-fA-F-]{32,36})/events/stream/?$", JobEventStreamView.as_view(), name="job-stream"),
+    path("", include("webapp.datasets.api.urls")),
     *router.urls,
 ]

@@ -1,0 +1,197 @@
+import { useMemo, useState } from 'react';
+import { ApiError } from '../../api/errors';
+import type { ClusterTimeline } from '../../api/types';
+import { ApiErrorNotice } from '../../components/ApiErrorNotice';
+import { usePolling } from '../../hooks/usePolling';
+import { Link } from '../../routing/navigation';
+import { jobPath } from '../../routing/routes';
+import { useSession } from '../../session';
+import { PatternDefs, patternFill, TimelineChart } from './TimelineChart';
+import {
+  currentShares,
+  currentUtilisation,
+  formatPercent,
+  formatSeconds,
+  jobColor,
+  KIND_GROUPS,
+  kindLegend,
+  legendJobs,
+  OTHER_TENANT_LABEL,
+  utilisation,
+  viewStart,
+  WINDOWS,
+} from './timeline';
+import { UtilisationChart } from './UtilisationChart';
+import './cluster.css';
+
+export const CLUSTER_REFRESH_MS = 2000;
+
+/** `/cluster`: the shared cluster as it is assembled, sub-stage by sub-stage, like a jigsaw. */
+export function ClusterPage() {
+  const { api } = useSession();
+  const [windowS, setWindowS] = useState<number>(WINDOWS[0]!.seconds);
+  const [timeline, setTimeline] = useState<ClusterTimeline | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+
+  usePolling(
+    async (signal) => {
+      const result = await api.clusterTimeline(windowS, signal);
+      setTimeline(result);
+      setError(null);
+    },
+    CLUSTER_REFRESH_MS,
+    [api, windowS],
+    { onError: (e) => setError(e instanceof ApiError ? e : new ApiError(0, 'error', String(e))) },
+  );
+
+  const derived = useMemo(() => {
+    if (!timeline) return null;
+    const { spans, num_devices: n, now_s: now } = timeline;
+    const since = viewStart(timeline.since_s, spans);
+    return {
+      since,
+      util: utilisation(spans, n, since, now, 60),
+      now: currentUtilisation(spans, n),
+      shares: currentShares(spans, n),
+      jobs: legendJobs(spans),
+    };
+  }, [timeline]);
+
+  // A freshly chosen window is only shown once its data came back.
+  const stale = timeline !== null && Math.abs(timeline.now_s - timeline.since_s - windowS) > 1;
+
+  return (
+    <section className="cluster-page" data-testid="cluster-page">
+      <div className="page-head">
+        <div>
+          <h1>Cluster</h1>
+          <p className="muted cluster-sub">
+            The shared cluster, piece by piece: every sub-stage of every job on the devices it ran on. Times are
+            the engine&apos;s clock.
+          </p>
+        </div>
+        <label className="cluster-window">
+          <span>Window</span>
+          <select data-testid="cluster-window" value={windowS} onChange={(e) => setWindowS(Number(e.target.value))}>
+            {WINDOWS.map((w) => (
+              <option key={w.seconds} value={w.seconds}>
+                last {w.label}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+
+      {error && <ApiErrorNotice title={`Could not load the cluster timeline: ${error.message}`} error={error} testId="cluster-error" />}
+      {!timeline && !error && <p className="muted">Loading…</p>}
+
+      {timeline && derived && (
+        <div className={`cluster-layout${stale ? ' cluster-stale' : ''}`} aria-busy={stale}>
+          <div className="cluster-main">
+            <p className="cluster-summary" data-testid="cluster-summary">
+              {timeline.num_devices} × {timeline.device_type.toUpperCase()} · engine time {formatSeconds(timeline.now_s)}{' '}
+              · {timeline.spans.length} sub-stages in the last {formatSeconds(timeline.now_s - timeline.since_s)}
+            </p>
+            <TimelineChart timeline={timeline} />
+            {timeline.spans.length === 0 && (
+              <p className="muted" data-testid="cluster-empty">
+                Nothing ran on the cluster in this window.
+              </p>
+            )}
+            <h2>Utilisation</h2>
+            <div className="cluster-util">
+              <UtilisationChart points={derived.util} since={derived.since} now={timeline.now_s} />
+              <div className="cluster-now">
+                <p className="cluster-now-value">
+                  <span className="muted">Now</span>{' '}
+                  <strong data-testid="cluster-util-now" data-value={derived.now.toFixed(4)}>
+                    {formatPercent(derived.now)}
+                  </strong>{' '}
+                  <span className="muted">of the cluster busy</span>
+                </p>
+                <h3>Share of the cluster now</h3>
+                {derived.shares.length === 0 ? (
+                  <p className="muted">Nothing running.</p>
+                ) : (
+                  <ul className="cluster-shares" data-testid="cluster-shares">
+                    {derived.shares.map((s) => (
+                      <li key={s.key} data-testid="cluster-share-item" data-job={s.job ?? ''}>
+                        <span className="cluster-swatch" style={{ background: jobColor(s.job) }} aria-hidden="true" />
+                        <span className="cluster-share-name">{s.job === null ? OTHER_TENANT_LABEL : s.name}</span>
+                        <span className="cluster-share-bar" aria-hidden="true">
+                          <span style={{ width: `${s.fraction * 100}%`, background: jobColor(s.job) }} />
+                        </span>
+                        <span className="cluster-share-value">
+                          {formatPercent(s.fraction)} <span className="muted">({s.devices.toFixed(2)} dev)</span>
+                        </span>
+                      </li>
+                    ))}
+                  </ul>
+                )}
+              </div>
+            </div>
+          </div>
+          <aside className="cluster-side" aria-label="Legend">
+            <h2>Jobs</h2>
+            {derived.jobs.length === 0 ? (
+              <p className="muted">No jobs in this window.</p>
+            ) : (
+              <ul className="cluster-legend" data-testid="cluster-legend-jobs">
+                {derived.jobs.map((j) => (
+                  <li key={j.key} data-testid="cluster-legend-job" data-job={j.job ?? ''}>
+                    <span className="cluster-swatch" style={{ background: j.color }} aria-hidden="true" />
+                    {j.job === null ? (
+                      <span className="muted">{OTHER_TENANT_LABEL}</span>
+                    ) : (
+                      <Link to={jobPath(j.job)} data-testid="cluster-job-link">
+                        {j.name}
+                      </Link>
+                    )}
+                    {j.running && <span className="cluster-running-tag">running</span>}
+                  </li>
+                ))}
+              </ul>
+            )}
+            <h2>Sub-stages</h2>
+            <KindLegend />
+          </aside>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function KindLegend() {
+  const prefix = 'cluster-legend-pattern';
+  const kinds = kindLegend();
+  return (
+    <ul className="cluster-legend cluster-kinds" data-testid="cluster-legend-kinds">
+      {KIND_GROUPS.map((g) => {
+        const id = `${prefix}-${g.group}`;
+        const fill = patternFill(id, g.group);
+        const letters = kinds.filter((k) => k.info.group === g.group);
+        return (
+          <li key={g.group} data-testid="cluster-legend-kind" data-group={g.group}>
+            <svg width="28" height="16" aria-hidden="true" className="cluster-kind-swatch">
+              <PatternDefs prefix={id} />
+              <rect width="28" height="16" fill="#5d6675" />
+              {fill && <rect width="28" height="16" fill={fill} />}
+            </svg>
+            <span>
+              <strong>{g.label}</strong>
+              {letters.length > 0 ? (
+                <span className="muted">
+                  {' '}
+                  {letters.map((k) => `${k.info.letter} ${k.info.label}`).join(', ')}
+                </span>
+              ) : (
+                <span className="muted"> {g.kinds}</span>
+              )}
+            </span>
+          </li>
+        );
+      })}
+      <li className="muted">Bar height is the span&apos;s share of its device; a running span has an outline.</li>
+    </ul>
+  );
+}

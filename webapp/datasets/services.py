@@ -1,0 +1,294 @@
+"""Writes and checks for datasets: upload (every row checked by the engine), delete, dry-run a
+grader, and turn a job spec's ``data.train_files: "dataset:<name>"`` into the stored file's path.
+
+Files live at ``<DATASETS_DIR>/<tenant id>/<dataset id>.jsonl``: a dataset's name is only ever
+a database value, so no name (``../x``, ``a/b``) can point a path anywhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from tenants.models import Tenant
+from webapp import engine_gateway
+from webapp.datasets.errors import DatasetExists, DatasetInUse, DatasetInvalid, DatasetTooLarge
+from webapp.datasets.models import Dataset
+from webapp.datasets.selectors import dataset_get_for_tenant
+from webapp.jobs.errors import SpecInvalid
+from webapp.jobs.models import TERMINAL_STATUSES, Job
+
+DATASET_REF_PREFIX = "dataset:"
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+NAME_RULE = "1-100 letters, digits, '.', '_' or '-', starting with a letter or digit (no '/' or '..')"
+DEFAULT_MAX_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_ROWS = 100_000
+MAX_LISTED_PROBLEMS = 50
+PREVIEW_ROWS = 5
+DRY_RUN_MAX_ROWS = 20
+
+
+def max_bytes() -> int:
+    return int(getattr(settings, "DATASET_MAX_BYTES", DEFAULT_MAX_BYTES))
+
+
+def max_rows() -> int:
+    return int(getattr(settings, "DATASET_MAX_ROWS", DEFAULT_MAX_ROWS))
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):g} MiB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
+def tenant_dir(tenant_id: Any) -> Path:
+    return Path(settings.DATASETS_DIR).resolve() / str(tenant_id)
+
+
+def dataset_path(dataset: Dataset) -> Path:
+    """The stored file's absolute path, what the engine reads."""
+    return tenant_dir(dataset.tenant_id) / f"{dataset.pk}.jsonl"
+
+
+def dataset_ref(name: str) -> str:
+    return f"{DATASET_REF_PREFIX}{name}"
+
+
+def check_name(name: object, field: str = "name") -> str:
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or ".." in name:
+        raise SpecInvalid(
+            "the dataset name is invalid", [{"field": field, "message": f"must be {NAME_RULE}, got {name!r}"}]
+        )
+    return name
+
+
+def name_from_filename(filename: str) -> str:
+    """``gsm8k-small.jsonl`` -> ``gsm8k-small`` (still checked by :func:`check_name`)."""
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    return base[: -len(".jsonl")] if base.lower().endswith(".jsonl") else base
+
+
+def too_large(size: int | None = None) -> DatasetTooLarge:
+    got = f" (got more than {_mib(max_bytes())})" if size is None else f" (got {_mib(size)})"
+    return DatasetTooLarge(
+        f"the dataset is too large: at most {_mib(max_bytes())} and {max_rows():,} rows{got}",
+        [{"field": "content", "message": f"must be at most {_mib(max_bytes())}{got}"}],
+    )
+
+
+def read_limited(chunks: Iterable[bytes]) -> bytes:
+    """Join ``chunks``, refusing (413) as soon as they pass the size limit."""
+    limit = max_bytes()
+    out = bytearray()
+    for chunk in chunks:
+        out += chunk
+        if len(out) > limit:
+            raise too_large()
+    return bytes(out)
+
+
+def _problem_details(
+    problems: Sequence[engine_gateway.SpecProblem], total: int, field: str = ""
+) -> list[dict[str, Any]]:
+    details = [{"field": field or p.field, "message": p.message} for p in problems]
+    if total > len(problems):
+        more = total - len(problems)
+        details.append({"field": field or "rows", "message": f"and {more} more bad line{'s' if more != 1 else ''}"})
+    return details
+
+
+def dataset_create(*, tenant: Tenant, user: Any, name: str, content: bytes) -> Dataset:
+    """Check every row through the engine, store the file and its metadata; nothing is stored on any problem."""
+    check_name(name)
+    if len(content) > max_bytes():
+        raise too_large(len(content))
+    found = engine_gateway.check_dataset(content, filename=name, max_problems=MAX_LISTED_PROBLEMS)
+    if found.problem_count:
+        n = found.problem_count
+        raise DatasetInvalid(
+            f"{name}: {n} bad line{'s' if n != 1 else ''}"
+            f"{f' (the first {len(found.problems)} listed)' if n > len(found.problems) else ''}; nothing was stored",
+            _problem_details(found.problems, n),
+        )
+    if found.row_count > max_rows():
+        raise DatasetTooLarge(
+            f"the dataset has {found.row_count:,} rows; the limit is {max_rows():,}",
+            [{"field": "content", "message": f"must have at most {max_rows():,} rows, got {found.row_count:,}"}],
+        )
+    if dataset_get_for_tenant(tenant=tenant, name=name) is not None:
+        raise _exists(name)
+    dataset = Dataset(
+        id=uuid.uuid4(),
+        tenant=tenant,
+        name=name,
+        rows=found.row_count,
+        size_bytes=len(content),
+        sha256=hashlib.sha256(content).hexdigest(),
+        created_by=user if getattr(user, "pk", None) else None,
+    )
+    path = dataset_path(dataset)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content)
+        os.replace(tmp, path)
+        with transaction.atomic():
+            dataset.save(force_insert=True)
+    except IntegrityError as exc:
+        path.unlink(missing_ok=True)
+        raise _exists(name) from exc
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        raise
+    return dataset
+
+
+def _exists(name: str) -> DatasetExists:
+    return DatasetExists(
+        f"a dataset named {name!r} already exists",
+        [{"field": "name", "message": f"{name!r} is taken; delete that dataset first or pick another name"}],
+    )
+
+
+def dataset_delete(*, dataset: Dataset) -> None:
+    """Remove the row and the file; refused while an unfinished job reads it."""
+    path = dataset_path(dataset)
+    active = (
+        Job.objects.filter(tenant_id=dataset.tenant_id, spec__data__train_files=str(path))
+        .exclude(status__in=TERMINAL_STATUSES)
+        .values_list("name", flat=True)[:3]
+    )
+    if active:
+        raise DatasetInUse(
+            f"dataset {dataset.name!r} is used by unfinished jobs ({', '.join(active)}); cancel them first"
+        )
+    dataset.delete()
+    path.unlink(missing_ok=True)
+
+
+def dataset_head(dataset: Dataset, rows: int) -> list[engine_gateway.DatasetRow]:
+    """The first ``rows`` good rows, reading only as many lines as that takes."""
+    lines: list[bytes] = []
+    found = 0
+    with dataset_path(dataset).open("rb") as f:
+        for line in f:
+            lines.append(line)
+            if line.strip():
+                found += 1
+                if found >= rows:
+                    break
+    return engine_gateway.check_dataset(b"".join(lines), filename=dataset.name, preview_rows=rows).preview
+
+
+def perfect_completion(answer: str) -> str:
+    """What a model that gets it right writes: the answer after the ``####`` mark."""
+    return f"#### {answer}"
+
+
+def grader_dry_run(
+    *,
+    tenant: Tenant,
+    grader: str,
+    dataset: str | None = None,
+    rows: Sequence[Mapping[str, str]] | None = None,
+    completions: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Grade the first rows (at most 20) with ``completions`` (default: a perfect model's replies)."""
+    if grader not in engine_gateway.grader_names():
+        raise SpecInvalid(
+            "unknown grader",
+            [{"field": "grader", "message": f"must be one of {', '.join(engine_gateway.grader_names())}"}],
+        )
+    if dataset is not None:
+        stored = dataset_get_for_tenant(tenant=tenant, name=dataset)
+        if stored is None:
+            raise SpecInvalid(
+                f"no dataset named {dataset!r}", [{"field": "dataset", "message": f"no dataset named {dataset!r}"}]
+            )
+        picked = [(r.line, r.prompt, r.answer) for r in dataset_head(stored, DRY_RUN_MAX_ROWS)]
+    else:
+        picked = [(i, r["prompt"], r["answer"].strip()) for i, r in enumerate(rows or [], start=1)]
+    results = []
+    for i, (line, prompt, answer) in enumerate(picked[:DRY_RUN_MAX_ROWS]):
+        completion = completions[i] if completions is not None and i < len(completions) else perfect_completion(answer)
+        results.append(
+            {
+                "line": line,
+                "prompt": prompt,
+                "answer": answer,
+                "completion": completion,
+                "reward": engine_gateway.grade(grader=grader, completion=completion, answer=answer),
+                "problem": engine_gateway.grader_answer_problem(grader=grader, answer=answer),
+            }
+        )
+    return results
+
+
+def resolve_dataset_refs(tenant: Tenant, spec: Mapping[str, Any], *, field_prefix: str = "spec") -> Mapping[str, Any]:
+    """``spec`` with ``data.train_files: "dataset:<name>"`` replaced by that dataset's stored path.
+
+    Only the tenant's own datasets can be named. Any other value (a file path) is refused,
+    except the stored path of one of the tenant's datasets (a clone of a job that used one).
+    The dataset's answers are checked against ``data.grader`` too, so a bad pairing fails here.
+    """
+    data = spec.get("data") if isinstance(spec, Mapping) else None
+    if not isinstance(data, Mapping) or not isinstance(data.get("train_files"), str) or not data["train_files"]:
+        return spec  # absent (the workload's own tasks), or not a string: the engine's validation says so
+    value: str = data["train_files"]
+    field = f"{field_prefix}.data.train_files"
+    if value.startswith(DATASET_REF_PREFIX):
+        name = value[len(DATASET_REF_PREFIX) :]
+        dataset = dataset_get_for_tenant(tenant=tenant, name=name)
+        if dataset is None:
+            raise SpecInvalid(
+                f"no dataset named {name!r}",
+                [{"field": field, "message": f"no dataset named {name!r}; upload it first (POST /api/v1/datasets)"}],
+            )
+    else:
+        dataset = _own_stored(tenant, value)
+        if dataset is None:
+            raise SpecInvalid(
+                "data.train_files must name one of your datasets",
+                [
+                    {
+                        "field": field,
+                        "message": f'must be "dataset:<name>", one of your uploaded datasets; got {value!r}',
+                    }
+                ],
+            )
+    grader = data.get("grader", "numeric")
+    if isinstance(grader, str) and grader in engine_gateway.grader_names():
+        found = engine_gateway.check_dataset(
+            dataset_path(dataset).read_bytes(), filename=dataset.name, grader=grader, max_problems=MAX_LISTED_PROBLEMS
+        )
+        if found.problem_count:
+            raise SpecInvalid(
+                f"dataset {dataset.name!r} does not suit the {grader} grader",
+                [
+                    {"field": field, "message": f"{dataset.name}: {d['message']}"}
+                    for d in _problem_details(found.problems, found.problem_count)
+                ],
+            )
+    return {**spec, "data": {**data, "train_files": str(dataset_path(dataset))}}
+
+
+def _own_stored(tenant: Tenant, value: str) -> Dataset | None:
+    path = Path(value)
+    if path.suffix != ".jsonl" or str(path.parent) != str(tenant_dir(tenant.pk)):
+        return None
+    try:
+        dataset_id = uuid.UUID(path.stem)
+    except ValueError:
+        return None
+    dataset = Dataset.objects.filter(tenant=tenant, pk=dataset_id).first()
+    return dataset if dataset is not None and str(dataset_path(dataset)) == value else None
