@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
+from django.db import transaction
 from rest_framework.test import APIClient
 
 from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.helpers import off_loop
 from tests.e2e.test_dashboard import make_member, real_errors, sign_in
 from tests.engine.builders import make_spec
 from webapp.jobs import services
@@ -25,21 +24,6 @@ from webapp.jobs.models import Job
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 JOB_URL = re.compile(r".*/jobs/[0-9a-f-]{36}$")
-T = TypeVar("T")
-
-
-def off_loop(fn: Callable[[], T]) -> T:
-    """Run ``fn`` in a thread of its own: on this one Playwright's event loop runs, where
-    publishing an event to the WebSocket layer (async_to_sync) is refused."""
-
-    def run() -> T:
-        try:
-            return fn()
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(run).result()
 
 
 def wait_status(page: Any, status: str, timeout_ms: int = 30_000) -> None:

@@ -7,37 +7,19 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
 
 import pytest
-from django.db import connection
 from rest_framework.test import APIClient
 
 from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.helpers import off_loop
 from tests.e2e.test_dashboard import PASSWORD, real_errors, sign_in
 from tests.engine.builders import make_spec
 from webapp.jobs.models import Job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-T = TypeVar("T")
 TERMINAL = {"succeeded", "failed", "cancelled"}
-
-
-def off_loop(fn: Callable[[], T]) -> T:
-    """Run ``fn`` in a thread of its own: Playwright's event loop runs on this one, where
-    publishing an event to the WebSocket layer (async_to_sync) is refused."""
-
-    def run() -> T:
-        try:
-            return fn()
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(run).result()
 
 
 def api_client(token: str) -> APIClient:
