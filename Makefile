@@ -11,7 +11,7 @@ PIP_FLAGS := --disable-pip-version-check -q -c constraints.txt
 EXTRAS ?= web,ray,rl,dev$(if $(filter x86_64,$(shell uname -m)),$(comma)rollout-cpu)
 comma := ,
 
-.PHONY: demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest clean
+.PHONY: api-types demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest clean
 
 demo: venv services-optional frontend
 	$(PY) scripts/demo.py
@@ -67,6 +67,11 @@ lint: venv
 engine-test: engine-venv
 	@! $(ENGINE_VENV)/bin/python -c "import django" 2>/dev/null || { echo "django must not be importable in $(ENGINE_VENV)"; exit 1; }
 	$(ENGINE_VENV)/bin/python -m pytest tests/engine -q -W ignore::pytest.PytestConfigWarning
+
+# The dashboard's API types, generated from the server's OpenAPI schema (tests fail when stale).
+api-types: venv frontend/node_modules/.installed
+	$(PY) manage.py spectacular --format openapi-json --file frontend/src/api/openapi.json
+	cd frontend && npx openapi-typescript src/api/openapi.json -o src/api/schema.d.ts
 
 frontend-test: frontend
 	cd frontend && npm test --silent

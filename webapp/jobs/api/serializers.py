@@ -104,6 +104,7 @@ class JobOutput(serializers.ModelSerializer):
             "started_at",
             "finished_at",
         ]
+        read_only_fields = fields  # a response: every field is always there (the schema says so)
 
     @extend_schema_field(serializers.IntegerField(allow_null=True))
     def get_queue_position(self, job: Job) -> int | None:
@@ -121,6 +122,7 @@ class JobEventOutput(serializers.ModelSerializer):
     class Meta:
         model = JobEvent
         fields = ["seq", "kind", "created_at", "data"]
+        read_only_fields = fields
 
 
 class MetricsOutput(serializers.Serializer):
