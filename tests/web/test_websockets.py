@@ -412,3 +412,24 @@ async def test_replay_of_chosen_kinds_skips_the_rest_but_live_sends_all(make_act
     frame = await ws.receive_json_from(timeout=5)
     assert [(e["kind"], e["seq"]) for e in frame["events"]] == [("metrics", 6)]
     await ws.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_a_socket_closes_once_its_token_is_revoked(make_actor, monkeypatch) -> None:
+    from django.utils import timezone
+
+    from tenants.models import ApiToken
+
+    monkeypatch.setattr(consumers, "AUDIT_S", 0.3)  # the periodic check, sped up
+    actor = await sync_to_async(make_actor)("acme")
+    job_id = await sync_to_async(
+        lambda: str(services.job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec()).pk)
+    )()
+    ws = WebsocketCommunicator(
+        application, f"/ws/v1/jobs/{job_id}", headers=[(b"authorization", f"Bearer {actor.token}".encode())]
+    )
+    assert (await ws.connect(timeout=5))[0]
+    await ws.receive_json_from(timeout=5)  # the replay
+    await sync_to_async(lambda: ApiToken.objects.filter(tenant=actor.tenant).update(revoked_at=timezone.now()))()
+    message = await ws.receive_output(timeout=5)
+    assert message["type"] == "websocket.close" and message["code"] == 4401

@@ -34,6 +34,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db.models import Q
 
@@ -99,6 +100,15 @@ def _authorized_tenant(user: Any, token: ApiToken | None, slug: str | None) -> i
         return token.tenant_id if ok else None
     found = tenant_for_user(user=user, slug=slug)
     return found[0].pk if found else None
+
+
+@_in_db_thread
+def _still_allowed(user: Any, token: ApiToken | None) -> bool:
+    """An open socket keeps its right to listen only while its token (or user) stays valid."""
+    if token is not None:
+        current = ApiToken.objects.filter(pk=token.pk).select_related("user").first()
+        return current is not None and current.is_active() and current.user.is_active
+    return bool(user is not None and get_user_model().objects.filter(pk=user.pk, is_active=True).exists())
 
 
 @_in_db_thread
@@ -270,6 +280,9 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
             next_audit = loop.time() + AUDIT_S
             while True:
                 if loop.time() >= next_audit:  # checked first: a steady live flow must not starve it
+                    if not await _still_allowed(self.scope.get("user"), self.scope.get("api_token")):
+                        await self._close(CLOSE_UNAUTHENTICATED)  # its token was revoked or expired
+                        return
                     await self.audit()
                     next_audit = loop.time() + AUDIT_S
                 if not await _wait(self.wake, next_audit - loop.time()):
