@@ -56,24 +56,26 @@ export function JobPage({ jobId }: { jobId: string }) {
   useEffect(() => {
     jobRef.current = job;
   }, [job]);
-  // Bumped by each status event. A GET that started before the latest status event
-  // may carry an older status, so its status is not allowed to overwrite the event's.
-  const statusGen = useRef(0);
+  // The seq of the newest status event shown. A response (a GET, or an action's) made
+  // before that event carries an older status; it must not overwrite the event's.
+  const statusSeq = useRef(0);
+  const mergeResponse = useCallback((fresh: Job) => {
+    setJob((prev) => {
+      if (!prev) return fresh;
+      const progress = keepLatestProgress(prev.progress, fresh.progress);
+      return fresh.last_event_seq < statusSeq.current
+        ? { ...fresh, progress, status: prev.status, status_reason: prev.status_reason }
+        : { ...fresh, progress };
+    });
+  }, []);
 
   const fetchJob = useCallback(
     async (signal?: AbortSignal) => {
-      const gen = statusGen.current;
       const fresh = await api.getJob(jobId, signal);
       setLoadError(null);
-      setJob((prev) => {
-        if (!prev) return fresh;
-        const progress = keepLatestProgress(prev.progress, fresh.progress);
-        return gen !== statusGen.current
-          ? { ...fresh, progress, status: prev.status, status_reason: prev.status_reason }
-          : { ...fresh, progress };
-      });
+      mergeResponse(fresh);
     },
-    [api, jobId],
+    [api, jobId, mergeResponse],
   );
 
   const terminal = job !== null && isTerminal(job.status);
@@ -120,10 +122,13 @@ export function JobPage({ jobId }: { jobId: string }) {
         return progress === prev.progress ? prev : { ...prev, progress };
       });
       let latest: { status: string; reason: string } | null = null;
-      for (const e of batch) if (e.kind === 'status') latest = e.data;
+      for (const e of batch) {
+        if (e.kind !== 'status' || e.seq < statusSeq.current) continue;
+        latest = e.data;
+        statusSeq.current = e.seq;
+      }
       if (latest) {
         const { status, reason } = latest;
-        statusGen.current += 1;
         setJob((prev) => (prev ? { ...prev, status: status as JobStatus, status_reason: reason ?? '' } : prev));
         fetchJob().catch(() => {}); // progress, timestamps; polling reports failures
       }
@@ -145,11 +150,8 @@ export function JobPage({ jobId }: { jobId: string }) {
     };
   }, [jobId, fetchJob]);
 
-  /** The job as an action's response left it: newer than any GET in flight. */
-  const applyAction = useCallback((updated: Job) => {
-    statusGen.current += 1;
-    setJob((prev) => (prev ? { ...updated, progress: keepLatestProgress(prev.progress, updated.progress) } : updated));
-  }, []);
+  /** The job as an action's response left it (unless the stream has already shown a later status). */
+  const applyAction = useCallback((updated: Job) => mergeResponse(updated), [mergeResponse]);
   const reload = useCallback(() => {
     fetchJob().catch(() => {}); // polling reports failures
   }, [fetchJob]);
