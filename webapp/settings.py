@@ -8,6 +8,7 @@ Redis (SQLite, tasks in-process, in-memory channel layer) for a single-process d
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -30,6 +31,8 @@ if PRODUCTION and (SECRET_KEY == _DEV_SECRET or len(SECRET_KEY) < 50):
         "set SECRET_KEY in the environment (e.g. python -c "
         "'import secrets; print(secrets.token_urlsafe(64))')"
     )
+if PRODUCTION and os.environ.get("JIGSAW_FAILPOINTS"):
+    raise ImproperlyConfigured("JIGSAW_FAILPOINTS: fault injection is for test runs; unset it in production")
 DEBUG = env_bool("DEBUG", not PRODUCTION)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", [] if PRODUCTION else ["localhost", "127.0.0.1", "[::1]", "testserver"])
 if PRODUCTION and not ALLOWED_HOSTS:
@@ -133,8 +136,10 @@ CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_BEAT_SCHEDULE = {
     "pump-engine-events": {"task": "jobs.pump_engine_events", "schedule": 1.0},
     "admission-tick": {"task": "jobs.admission_tick", "schedule": 2.0},
-    "reconcile": {"task": "jobs.reconcile", "schedule": 10.0},
+    "reconcile": {"task": "jobs.reconcile", "schedule": env_float("RECONCILE_EVERY_S", 10.0)},
 }
+# An admitted job the engine has not heard of after this long had its dispatch lost.
+RECONCILE_DISPATCH_GRACE_S = env_float("RECONCILE_DISPATCH_GRACE_S", 30.0)
 
 # -- engine ---------------------------------------------------------------------------------
 ENGINE_BACKEND = env_str("ENGINE_BACKEND", "local")  # local | ray

@@ -46,7 +46,9 @@ def test_a_lost_dispatch_is_sent_again_after_a_grace_period(make_actor, slow_eng
     job = admitted_job(make_actor("acme"))  # its dispatch task never ran (no worker)
     assert reconcile.reconcile().redispatched == []  # too early to call it lost
     age(job, reconcile.DISPATCH_GRACE_S + 1)
+    attempt = Job.objects.get(pk=job.pk).attempt
     assert reconcile.reconcile().redispatched == [str(job.pk)]
+    assert Job.objects.get(pk=job.pk).attempt == attempt  # it never ran: the same attempt, sent again
     assert dispatch_job(str(job.pk)) == "dispatched"
     assert engine_gateway.pipeline_states()[str(job.pk)] in ("queued", "starting", "running")
     assert reconcile.reconcile().redispatched == []  # the engine has it now

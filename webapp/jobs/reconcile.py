@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -32,7 +33,8 @@ logger = logging.getLogger(__name__)
 
 RECONCILE_LOCK_KEY = 0x4A5247_02
 DISPATCH_GRACE_S = 30.0
-"""How long an admitted job may take to appear on the engine before its dispatch counts as lost."""
+"""How long an admitted job may take to appear on the engine before its dispatch counts as lost
+(``RECONCILE_DISPATCH_GRACE_S`` in settings overrides it)."""
 
 _ENGINE_RUNNING = {"queued", "starting", "running"}
 
@@ -64,7 +66,7 @@ def reconcile() -> ReconcileResult:
         if not _try_lock():
             return ReconcileResult(leader=False)
         states = engine_gateway.pipeline_states()
-        grace = timezone.now() - timedelta(seconds=DISPATCH_GRACE_S)
+        grace = timezone.now() - timedelta(seconds=getattr(settings, "RECONCILE_DISPATCH_GRACE_S", DISPATCH_GRACE_S))
         for job in holding_jobs().select_for_update(skip_locked=True):
             job_id, engine_state = str(job.pk), states.get(str(job.pk))
             if engine_state is None:
@@ -95,13 +97,15 @@ def reconcile() -> ReconcileResult:
 
 
 def _redispatch(job: Job) -> None:
-    """Mark a job the engine lost; the dispatch (after commit) starts it from its checkpoint."""
-    if job.status in (JobStatus.STARTING, JobStatus.RUNNING):
+    """Mark a job the engine lost; the dispatch (after commit) starts it from its checkpoint.
+    A dispatch that never reached the engine is sent again as the same attempt: nothing ran."""
+    started = job.status in (JobStatus.STARTING, JobStatus.RUNNING)
+    if started:
         services.job_transition(
             job_id=job.pk,
             to=JobStatus.RECOVERING,
             reason=f"the engine lost it; resuming after step {services.latest_checkpoint_step(job)}",
         )
+        job.attempt += 1
     job.admitted_at = timezone.now()
-    job.attempt += 1
     Job.objects.filter(pk=job.pk).update(admitted_at=job.admitted_at, attempt=job.attempt)

@@ -443,7 +443,9 @@ def engine_events_pump(*, max_batches: int = 20, batch_size: int = 500) -> int:
     for _ in range(max_batches):
         engine_id = engine_gateway.engine_host().engine_id
         saved = EngineCursor.objects.filter(engine_id=engine_id).values_list("cursor", flat=True).first() or 0
-        engine_id, events, next_cursor = engine_gateway.pull_events(cursor=saved, limit=batch_size)
+        pulled_from, events, next_cursor = engine_gateway.pull_events(cursor=saved, limit=batch_size)
+        if pulled_from != engine_id:
+            continue  # the engine restarted in between: that cursor was the old engine's
         if not events:
             break
         total += engine_events_ingest(engine_id=engine_id, events=events, next_cursor=next_cursor)

@@ -2,6 +2,11 @@
 
 The actor outlives the process that created it, so Celery workers (short-lived, many) all
 reach the one controller that owns the cluster. Events cross as plain dicts.
+
+When the controller's process dies, Ray starts it again (``max_restarts``): it comes back
+empty, with a new engine id, and the control plane's reconciler re-dispatches its jobs from
+their checkpoints. Meanwhile every call raises :class:`EngineUnavailableError`, a
+``ConnectionError``, which callers treat as "try again shortly".
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import ray
 
 from jigsaw_engine.contracts import EngineEvent, EventBatch
 from jigsaw_engine.control.local_engine import LocalEngine
+from jigsaw_engine.errors import JigsawError
 from jigsaw_engine.spec.cluster import ClusterSpec
 
 if TYPE_CHECKING:
@@ -23,7 +29,13 @@ ACTOR_NAME = "jigsaw-engine"
 NAMESPACE = "jigsaw"
 
 
-@ray.remote(num_cpus=0, max_concurrency=16)  # type: ignore[call-overload]
+class EngineUnavailableError(JigsawError, ConnectionError):
+    """The engine's actor is restarting or gone; the call may be retried."""
+
+    code = "engine_unavailable"
+
+
+@ray.remote(num_cpus=0, max_concurrency=16, max_restarts=-1)  # type: ignore[call-overload]
 class EngineActor:
     """Threaded actor: calls run concurrently with the engine's own pacing thread."""
 
@@ -75,49 +87,55 @@ class RayEngineClient:
                 logging_level=logging.WARNING,
             )
         self._timeout_s = timeout_s
-        self._actor = EngineActor.options(  # type: ignore[attr-defined]
-            name=ACTOR_NAME,
-            namespace=NAMESPACE,
-            lifetime="detached",
-            get_if_exists=True,
-        ).remote(
-            {
-                "cluster": {
-                    "num_nodes": config.cluster.num_nodes,
-                    "devices_per_node": config.cluster.devices_per_node,
-                    "device_type": config.cluster.device_type,
-                },
-                "speed": config.speed,
-                "mode": config.mode,
-                "real_cache_dir": config.real_cache_dir,
-                "real_checkpoint_dir": config.real_checkpoint_dir,
-            }
-        )
-        self._engine_id: str = self._get(self._actor.engine_id.remote())
+        self._actor_config = {
+            "cluster": {
+                "num_nodes": config.cluster.num_nodes,
+                "devices_per_node": config.cluster.devices_per_node,
+                "device_type": config.cluster.device_type,
+            },
+            "speed": config.speed,
+            "mode": config.mode,
+            "real_cache_dir": config.real_cache_dir,
+            "real_checkpoint_dir": config.real_checkpoint_dir,
+        }
+        self._actor: Any = None
+        self._engine_id: str = self.engine_id
+
+    def _handle(self) -> Any:
+        if self._actor is None:
+            self._actor = EngineActor.options(  # type: ignore[attr-defined]
+                name=ACTOR_NAME,
+                namespace=NAMESPACE,
+                lifetime="detached",
+                get_if_exists=True,
+            ).remote(dict(self._actor_config))
+        return self._actor
 
     @property
     def engine_id(self) -> str:
+        """Asked each time: a restarted engine is a new engine, with its own event sequence."""
+        self._engine_id = self._get(self._handle().engine_id.remote())
         return self._engine_id
 
     def submit(self, pipeline_id: str, spec: Mapping[str, Any]) -> None:
-        self._get(self._actor.submit.remote(pipeline_id, dict(spec)))
+        self._get(self._handle().submit.remote(pipeline_id, dict(spec)))
 
     def cancel(self, pipeline_id: str) -> bool:
-        return bool(self._get(self._actor.cancel.remote(pipeline_id)))
+        return bool(self._get(self._handle().cancel.remote(pipeline_id)))
 
     def pause(self, pipeline_id: str) -> bool:
-        return bool(self._get(self._actor.pause.remote(pipeline_id)))
+        return bool(self._get(self._handle().pause.remote(pipeline_id)))
 
     def pipeline_states(self) -> dict[str, str]:
-        states: dict[str, str] = self._get(self._actor.pipeline_states.remote())
+        states: dict[str, str] = self._get(self._handle().pipeline_states.remote())
         return states
 
     def timeline(self, window_s: float) -> dict[str, Any]:
-        window: dict[str, Any] = self._get(self._actor.timeline.remote(window_s))
+        window: dict[str, Any] = self._get(self._handle().timeline.remote(window_s))
         return window
 
     def events_since(self, cursor: int, limit: int = 1000) -> EventBatch:
-        raw = self._get(self._actor.events_since.remote(cursor, limit))
+        raw = self._get(self._handle().events_since.remote(cursor, limit))
         return EventBatch(
             raw["engine_id"],
             [EngineEvent.from_dict(e) for e in raw["events"]],
@@ -125,14 +143,23 @@ class RayEngineClient:
         )
 
     def describe(self) -> dict[str, Any]:
-        info: dict[str, Any] = self._get(self._actor.describe.remote())
+        info: dict[str, Any] = self._get(self._handle().describe.remote())
         return info
 
     def close(self) -> None:
         """Drop this client; the detached actor keeps running for other processes."""
 
     def shutdown_actor(self) -> None:
-        ray.kill(self._actor)
+        ray.kill(self._handle())
+        self._actor = None
 
     def _get(self, ref: Any) -> Any:
-        return ray.get(ref, timeout=self._timeout_s)
+        try:
+            return ray.get(ref, timeout=self._timeout_s)
+        except ray.exceptions.RayActorError as exc:
+            # Restarting (it answers again soon) or gone for good (killed without restart):
+            # the next call looks the named actor up again, creating it if it is missing.
+            self._actor = None
+            raise EngineUnavailableError(f"the engine is restarting or unreachable: {exc}") from exc
+        except ray.exceptions.GetTimeoutError as exc:
+            raise EngineUnavailableError(f"the engine did not answer within {self._timeout_s:.0f}s") from exc

@@ -1,0 +1,243 @@
+"""Fault scenarios and what must hold after each: every job reaches a correct end, none runs
+twice, no training step is lost or repeated, the usage ledger matches what ran, and a
+dashboard's event stream resumes with nothing missing."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import psycopg
+
+from tests.engine.builders import make_spec
+from tests.faults.followers import EventFollower
+from tests.faults.stack import FaultStack
+
+STEPS = 12
+FAILPOINT_LINE = "failpoint dispatch.after_submit"
+DISPATCH_PAUSE_S = 4.0
+
+
+def job_spec(name: str) -> dict[str, object]:
+    return make_spec(name=name, trainer={"total_steps": STEPS, "save_freq": 1})
+
+
+@dataclass
+class Outcome:
+    fault: str
+    final: dict[str, str] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    steps_ok: bool = False
+    ran_once: bool = False
+    ledger_ok: bool = False
+    stream_ok: bool = False
+    recovered_s: float | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class Scenario:
+    fault: str
+    inject: Callable[[FaultStack], None]
+    when: str
+    """``dispatch``: while a dispatch waits at its failpoint; ``step:<n>``: once a job passed step n."""
+    engine_loses_jobs: bool = False
+    """The engine forgets its pipelines: each job resumes from its checkpoint (a second attempt)."""
+    worker_env: dict[str, str] = field(default_factory=dict)
+
+
+# -- the faults ------------------------------------------------------------------------------
+def kill_worker_mid_dispatch(stack: FaultStack) -> None:
+    stack.kill_process("worker")
+    stack.start_process("worker")
+
+
+def kill_engine_controller(stack: FaultStack) -> None:
+    """SIGKILL the process of the engine's Ray actor; Ray starts it again, empty."""
+    pids = subprocess.run(["pgrep", "-f", "ray::EngineActor"], capture_output=True, text=True).stdout.split()
+    if not pids:
+        raise RuntimeError("no engine actor process found")
+    subprocess.run(["kill", "-9", *pids], check=True)
+
+
+def restart_redis(stack: FaultStack) -> None:
+    stack.redis.kill()
+    time.sleep(1.0)
+    stack.redis.start()
+
+
+def restart_postgres(stack: FaultStack) -> None:
+    stack.postgres.stop("immediate")
+    time.sleep(1.0)
+    stack.postgres.start()
+
+
+def restart_web(stack: FaultStack) -> None:
+    stack.kill_process("web")
+    stack.start_process("web")
+
+
+SCENARIOS = [
+    Scenario(
+        "Celery worker killed mid-dispatch",
+        kill_worker_mid_dispatch,
+        "dispatch",
+        worker_env={"JIGSAW_FAILPOINTS": f"dispatch.after_submit=sleep:{DISPATCH_PAUSE_S}"},
+    ),
+    Scenario("engine controller killed", kill_engine_controller, "step:3", engine_loses_jobs=True),
+    Scenario("Redis restarted", restart_redis, "step:3"),
+    Scenario("Postgres restarted", restart_postgres, "step:3"),
+    Scenario("web server killed", restart_web, "step:3"),
+]
+
+
+# -- running one ------------------------------------------------------------------------------
+def _wait(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def _log_mentions(stack: FaultStack, name: str, text: str, since: int) -> bool:
+    return text in (stack.log_dir / f"{name}.log").read_text(errors="replace")[since:]
+
+
+def run_scenario(stack: FaultStack, scenario: Scenario, index: int) -> Outcome:
+    outcome = Outcome(scenario.fault)
+    if scenario.worker_env:
+        stack.kill_process("worker")
+        stack.start_process("worker", scenario.worker_env)
+    worker_log_at = len((stack.log_dir / "worker.log").read_text(errors="replace"))
+    jobs = {
+        tenant: stack.api("POST", "/api/v1/jobs", tenant, {"spec": job_spec(f"fault-{index}-{tenant}")})["id"]
+        for tenant in ("acme", "globex")
+    }
+    followers = {job_id: EventFollower(stack.base, stack.tokens[t], job_id) for t, job_id in jobs.items()}
+    for follower in followers.values():
+        follower.start()
+
+    def steps() -> dict[str, int]:
+        return {j: stack.api_retrying("GET", f"/api/v1/jobs/{j}", t)["progress"]["step"] for t, j in jobs.items()}
+
+    try:
+        if scenario.when == "dispatch":
+            at_failpoint = lambda: _log_mentions(stack, "worker", FAILPOINT_LINE, worker_log_at)  # noqa: E731
+            _wait(at_failpoint, 60, "a dispatch at its failpoint")
+        else:
+            threshold = int(scenario.when.split(":")[1])
+            _wait(lambda: max(steps().values()) >= threshold, 90, f"a job past step {threshold}")
+        injected = time.monotonic()
+        injected_at = datetime.now(UTC)
+        scenario.inject(stack)
+        if scenario.worker_env:  # later scenarios dispatch without the pause
+            stack.kill_process("worker")
+            stack.start_process("worker")
+
+        def progressed() -> bool:
+            """Every job has billed a step that finished after the fault (or has ended)."""
+            try:
+                with psycopg.connect(stack.postgres.url("jigsaw_faults"), connect_timeout=2) as db:
+                    fresh = db.execute(
+                        "SELECT count(DISTINCT job_id) FROM jobs_usagerecord WHERE step IS NOT NULL "
+                        "AND created_at > %s AND job_id = ANY(%s)",
+                        (injected_at, list(jobs.values())),
+                    ).fetchone()
+            except psycopg.OperationalError:
+                return False  # still down
+            ended = sum(1 for j in jobs.values() if followers[j].done.is_set())
+            return fresh is not None and fresh[0] + ended >= len(jobs)
+
+        _wait(progressed, 120, "progress after the fault")
+        outcome.recovered_s = time.monotonic() - injected
+        _wait(lambda: all(f.done.is_set() for f in followers.values()), 150, "every job to end")
+    except TimeoutError as exc:
+        outcome.problems.append(str(exc))
+    finally:
+        for follower in followers.values():
+            follower.stop()
+    _check(stack, scenario, jobs, followers, outcome)
+    return outcome
+
+
+def _check(
+    stack: FaultStack, scenario: Scenario, jobs: dict[str, str], followers: dict[str, EventFollower], outcome: Outcome
+) -> None:
+    expected_attempts = 2 if scenario.engine_loses_jobs else 1
+    steps_ok = ran_once = ledger_ok = stream_ok = True
+    with psycopg.connect(stack.postgres.url("jigsaw_faults")) as db:
+        for tenant, job_id in jobs.items():
+            job = stack.api_retrying("GET", f"/api/v1/jobs/{job_id}", tenant)
+            outcome.final[tenant] = job["status"]
+            outcome.attempts[tenant] = job["attempt"]
+            if job["status"] != "succeeded":
+                outcome.problems.append(f"{tenant}: ended {job['status']} ({job['status_reason']})")
+            stored = "SELECT step, (values->>'usage/device_seconds')::float FROM jobs_jobmetrics WHERE job_id = %s"
+            metrics = dict(db.execute(stored, (job_id,)).fetchall())
+            if sorted(metrics) != list(range(1, STEPS + 1)):
+                steps_ok = False
+                outcome.problems.append(f"{tenant}: steps stored {sorted(metrics)}")
+            # Each step ran once per attempt at most, and only steps after the checkpoint the
+            # job resumed from ran again.
+            bills = db.execute(
+                "SELECT step, gpu_seconds FROM jobs_usagerecord WHERE job_id = %s AND step IS NOT NULL ORDER BY id",
+                (job_id,),
+            ).fetchall()
+            billed = Counter(step for step, _ in bills)
+            if job["attempt"] != expected_attempts:
+                ran_once = False
+                outcome.problems.append(f"{tenant}: {job['attempt']} attempts, expected {expected_attempts}")
+            if any(count > job["attempt"] for count in billed.values()):
+                ran_once = False
+                outcome.problems.append(f"{tenant}: a step ran more often than the job was started: {billed}")
+            if not scenario.engine_loses_jobs and any(count > 1 for count in billed.values()):
+                ran_once = False
+                outcome.problems.append(f"{tenant}: steps repeated without a recovery: {billed}")
+            first_bill: dict[int, float] = {}
+            for step, seconds in bills:
+                first_bill.setdefault(step, seconds)
+            all_bills = db.execute("SELECT gpu_seconds FROM jobs_usagerecord WHERE job_id = %s", (job_id,))
+            total = sum(seconds for (seconds,) in all_bills)
+            if set(first_bill) != set(metrics) or any(abs(first_bill[s] - metrics[s]) > 1e-6 for s in metrics):
+                ledger_ok = False
+                outcome.problems.append(f"{tenant}: the ledger's steps disagree with the steps that ran")
+            if abs(total - job["gpu_seconds"]) > 1e-3 or total < sum(metrics.values()) - 1e-6:
+                ledger_ok = False
+                outcome.problems.append(f"{tenant}: ledger {total:.1f} GPU-s, job shows {job['gpu_seconds']:.1f}")
+            follower = followers[job_id]
+            if not (follower.done.is_set() and follower.gapless() and follower.statuses[-1:] == ["succeeded"]):
+                stream_ok = False
+                outcome.problems.append(
+                    f"{tenant}: stream saw {len(follower.seqs)} events (gapless {follower.gapless()}), "
+                    f"last status {follower.statuses[-1:]}, of {job['last_event_seq']}"
+                )
+    outcome.steps_ok, outcome.ran_once, outcome.ledger_ok, outcome.stream_ok = steps_ok, ran_once, ledger_ok, stream_ok
+
+
+def format_table(outcomes: list[Outcome]) -> str:
+    mark = {True: "yes", False: "NO"}
+    lines = [
+        "| fault | jobs ended | attempts | steps 1..N once | ran once | ledger matches | stream resumed "
+        "| a step again after |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for o in outcomes:
+        ended = ", ".join(sorted(set(o.final.values()))) or "-"
+        attempts = ", ".join(str(a) for a in o.attempts.values()) or "-"
+        recovered = f"{o.recovered_s:.1f} s" if o.recovered_s is not None else "-"
+        lines.append(
+            f"| {o.fault} | {ended} | {attempts} | {mark[o.steps_ok]} | {mark[o.ran_once]} | {mark[o.ledger_ok]} "
+            f"| {mark[o.stream_ok]} | {recovered} |"
+        )
+    problems = [f"- {o.fault}: {p}" for o in outcomes for p in o.problems]
+    return "\n".join(lines + (["", *problems] if problems else []))
