@@ -25,6 +25,7 @@ from typing import Any
 from jigsaw_engine.contracts import EventKind, PipelineState
 from jigsaw_engine.control.event_log import EventLog
 from jigsaw_engine.control.step_metrics import step_metrics
+from jigsaw_engine.control.verl_estimate import FinishedStep, verl_comparison, verl_step_times
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.errors import DuplicatePipelineError, SpecError, UnknownPipelineError
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
@@ -107,8 +108,12 @@ class ClusterController:
         graph_config: GraphConfig | None = None,
         plans: PlanSource = sample_step,
         step_reports: StepReportSource | None = None,
+        estimate_verl: bool = False,
     ) -> None:
+        """``estimate_verl``: re-cost every finished step as verl would run it, for the
+        timeline's comparison (two more graph builds a step: the service, not benchmarks)."""
         self.cluster, self.cost = cluster, cost
+        self._estimate_verl = estimate_verl
         self.runtime: Runtime = runtime or SimRuntime(cluster.num_devices)
         self.scheduler: Scheduler = scheduler or DedicatedScheduler()
         # Roll-forward predictions cost a pass over the open graphs at every event: only for
@@ -119,6 +124,8 @@ class ClusterController:
         self._step_reports = step_reports
         self.events = EventLog()
         self.timeline: list[TimelineSpan] = []
+        self.finished_steps: list[FinishedStep] = []
+        """Every finished step in order of its end, with its verl estimate (the cluster page)."""
         self.decision_latencies_s: list[float] = []
         self._queued: list[str] = []
         self._runs: dict[str, _Run] = {}
@@ -249,12 +256,21 @@ class ClusterController:
             open_span = TimelineSpan(task.pipeline_id, node.kind.value, node.bucket, node.step, node.worker,
                                      task.devices, self._started_s[task_id], now, task.share)  # fmt: skip
             spans.append(as_dict(open_span, True))
+        steps = []
+        for step in reversed(self.finished_steps):
+            if step.end_s < since:
+                break
+            steps.append(step)
+        steps.reverse()
         return {
             "now_s": now,
             "since_s": since,
             "device_type": self.cluster.device_type,
             "num_devices": self.cluster.num_devices,
+            "peak_flops": self.cost.device.peak_flops_bf16,
             "spans": spans,
+            "steps": [s.as_dict() for s in steps],
+            "verl_estimate": verl_comparison(steps, self.cluster.num_devices),
         }
 
     def pipeline_states(self) -> dict[str, str]:
@@ -426,6 +442,10 @@ class ClusterController:
         if run.state.is_terminal:
             return
         run.unbilled_device_s += len(task.devices) * (finished.end_s - finished.start_s) * span.share
+        if finished.error is not None:
+            self._abort(task.pipeline_id)
+            self._end(task.pipeline_id, run, PipelineState.FAILED, f"system: {node.node_id} failed: {finished.error}")
+            return
         run.done.add((node.step, node.node_id))
         graph = run.graphs[node.step]
         for succ in graph.successors(node.node_id):
@@ -456,6 +476,9 @@ class ClusterController:
         real = self._step_reports(pipeline_id, step) if self._step_reports is not None else None
         if real is not None:  # the real job's own measurements win over the model's
             metrics.update(real[0])
+        # Real steps run on the wall clock: the cost model's verl time would not compare.
+        estimate = self._estimate_verl and self._step_reports is None
+        self._record_step(pipeline_id, run, step, spans, plans, int(metrics["perf/total_num_tokens"]), estimate)
         self.events.append(
             pipeline_id,
             EventKind.METRICS,
@@ -471,6 +494,38 @@ class ClusterController:
         elif run.pause_requested:
             self._abort(pipeline_id)
             self._pause_now(pipeline_id, run)
+
+    def _record_step(
+        self,
+        pipeline_id: str,
+        run: _Run,
+        step: int,
+        spans: list[TimelineSpan],
+        plans: list[SequencePlan],
+        tokens: int,
+        estimate: bool,
+    ) -> None:
+        """Keep the finished step for the cluster page: its span of time, its work, and (when
+        estimated) verl's time for the same sequences, from the same cost model."""
+        dedicated = serial = float("nan")
+        if estimate:
+            try:
+                dedicated, serial = verl_step_times(self.cost, self.cluster, run.spec, plans, step)
+            except Exception:  # an estimate must never stop a pipeline
+                logger.exception("pipeline %s: no verl estimate for step %d", pipeline_id, step)
+        self.finished_steps.append(
+            FinishedStep(
+                pipeline_id=pipeline_id,
+                step=step + 1,
+                start_s=min(s.start_s for s in spans),
+                end_s=max(s.end_s for s in spans),
+                tokens=tokens,
+                flops=6.0 * run.spec.model.num_params * tokens,
+                verl_gpus=run.spec.resources.num_gpus,
+                verl_dedicated_s=dedicated,
+                verl_serial_s=serial,
+            )
+        )
 
     def _pause_now(self, pipeline_id: str, run: _Run) -> None:
         for open_state in (run.graphs, run.plans, run.step_specs, run.step_spans):

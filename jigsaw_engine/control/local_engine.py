@@ -68,6 +68,7 @@ class LocalEngine:
             # Real jobs do not migrate tails yet (a real run's graph is synchronous).
             graph_config=replace(graph_config, migrate_tails=False) if real is not None else graph_config,
             step_reports=real.step_report if real is not None else None,
+            estimate_verl=True,  # the cluster page's "throughput vs verl (estimated)"
         )
         self._lock = threading.Lock()
         self._wake = threading.Event()

@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 from tenants.models import Role
 from tenants.services import audit_record, membership_add
 from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.helpers import check_widths
 from tests.e2e.test_dashboard import PASSWORD, real_errors, sign_in
 from tests.engine.builders import make_spec
 
@@ -128,6 +129,7 @@ def test_admin_edits_a_quota_and_the_queue_follows(browser, live_server_url, mak
     acme_row.wait_for()
     assert acme_row.get_by_test_id("tenant-running").inner_text().strip().endswith("/ 2")
     page.screenshot(path=str(ARTIFACTS / "admin-page-1920.png"), full_page=True)
+    check_widths(page, "admin", ARTIFACTS)
     assert real_errors(errors) == []
 
     # Carol is no staff: no Admin link, /manage says why, the API refuses.

@@ -4,6 +4,7 @@ tenant B's only as "another tenant's job", on several device rows, with utilisat
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 
@@ -11,7 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.e2e.conftest import ARTIFACTS
-from tests.e2e.helpers import off_loop
+from tests.e2e.helpers import check_widths, off_loop
 from tests.e2e.test_dashboard import PASSWORD, real_errors, sign_in
 from tests.engine.builders import make_spec
 
@@ -57,7 +58,7 @@ def test_cluster_page_shows_both_tenants_work(browser, live_server_url, engine_s
         timeout=60_000,
     )
     page.wait_for_function(
-        "() => Number(document.querySelector('[data-testid=cluster-util-chart]')?.dataset.mean) > 0", timeout=30_000
+        "() => Number(document.querySelector('[data-testid=cluster-util-mean]')?.dataset.value) > 0", timeout=30_000
     )
     # Let A's job get through a training step, so the picture holds more than start-up.
     page.wait_for_function(
@@ -87,7 +88,19 @@ def test_cluster_page_shows_both_tenants_work(browser, live_server_url, engine_s
     details = page.get_by_test_id("cluster-span-details").inner_text()
     assert "step" in details and "share" in details
 
+    # Once steps have finished: effective MFU over time and the estimate against verl, which
+    # says it is an estimate and how it is made.
+    page.wait_for_function(
+        "() => Number(document.querySelector('[data-testid=cluster-verl]')?.dataset.speedup) > 0", timeout=30_000
+    )
+    assert float(page.get_by_test_id("cluster-mfu-mean").get_attribute("data-value") or 0) > 0
+    readout = page.get_by_test_id("cluster-verl").inner_text()
+    assert re.search(r"\d\.\d\d\u00d7 throughput vs verl \(estimated\)", readout), readout
+    page.get_by_text("How is this estimated?").click()
+    assert "Estimated, not measured" in page.get_by_test_id("cluster-verl-help").inner_text()
+
     page.screenshot(path=str(ARTIFACTS / "cluster-page.png"), full_page=True)
+    check_widths(page, "cluster", ARTIFACTS)
 
     # A longer window keeps showing the same work.
     page.get_by_test_id("cluster-window").select_option("900")

@@ -15,7 +15,7 @@ from django.db import transaction
 from rest_framework.test import APIClient
 
 from tests.e2e.conftest import ARTIFACTS
-from tests.e2e.helpers import off_loop
+from tests.e2e.helpers import check_widths, off_loop
 from tests.e2e.test_dashboard import make_member, real_errors, sign_in
 from tests.engine.builders import make_spec
 from webapp.jobs import services
@@ -102,6 +102,7 @@ def test_pause_resume_checkpoints_logs_and_clone(browser, live_server_url, engin
     wait_progress_above(page, paused_at, timeout_ms=40_000)
     assert page.get_by_test_id("job-status").inner_text().strip() in {"running", "succeeded"}
     page.screenshot(path=str(ARTIFACTS / "job-page.png"), full_page=True)
+    check_widths(page, "job", ARTIFACTS)
 
     # The metrics as CSV, fetched with the tenant header and saved.
     with page.expect_download() as download:

@@ -12,7 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.e2e.conftest import ARTIFACTS
-from tests.e2e.helpers import off_loop
+from tests.e2e.helpers import check_widths, off_loop
 from tests.e2e.test_dashboard import PASSWORD, real_errors, sign_in
 from tests.engine.builders import make_spec
 from webapp.jobs.models import Job
@@ -94,6 +94,21 @@ def test_filter_select_and_compare(browser, live_server_url, engine_speed, make_
     )
     page.get_by_test_id("status-filter-toggle").click()  # close the menu
 
+    # The filters live in the URL: a reload keeps them.
+    page.get_by_test_id("name-filter").fill("alpha")
+    page.wait_for_url(re.compile(r".*/\?status=succeeded&name=alpha$"))
+    page.reload()
+    page.wait_for_function(
+        "id => { const r = [...document.querySelectorAll('[data-testid=job-row]')];"
+        " return r.length === 1 && r[0].dataset.jobId === id; }",
+        arg=first,
+    )
+    assert page.get_by_test_id("name-filter").input_value() == "alpha"
+    assert page.get_by_test_id("status-option-succeeded").is_checked()
+    page.get_by_test_id("name-filter").fill("")
+    page.wait_for_url(re.compile(r".*/\?status=succeeded$"))
+    page.wait_for_function("n => document.querySelectorAll('[data-testid=job-row]').length === n", arg=len(succeeded))
+
     # Select two: one with the mouse, one from the keyboard.
     compare = page.get_by_test_id("compare-button")
     assert compare.is_disabled()
@@ -103,6 +118,7 @@ def test_filter_select_and_compare(browser, live_server_url, engine_speed, make_
     assert compare.inner_text().strip() == "Compare (2)"
     assert rows.count() == len(succeeded)
     page.screenshot(path=str(ARTIFACTS / "jobs-list.png"), full_page=True)
+    check_widths(page, "jobs", ARTIFACTS)
 
     compare.click()
     page.wait_for_url(re.compile(r".*/compare\?jobs=.+"))
@@ -121,8 +137,18 @@ def test_filter_select_and_compare(browser, live_server_url, engine_speed, make_
     page.get_by_test_id("compare-chart-perf_throughput").wait_for()
     page.wait_for_function("() => document.querySelectorAll('[data-testid=compare-line]').length === 2")
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
+    check_widths(page, "compare", ARTIFACTS)
 
     # A reload of /compare is served the app too.
     page.reload()
     page.wait_for_function("() => document.querySelectorAll('[data-testid=compare-line]').length === 2")
+
+    # Back to the list: still filtered.
+    page.go_back()
+    page.wait_for_url(re.compile(r".*/\?status=succeeded$"))
+    page.wait_for_function(
+        "n => { const r = [...document.querySelectorAll('[data-testid=job-row]')];"
+        " return r.length === n && r.every(e => e.dataset.status === 'succeeded'); }",
+        arg=len(succeeded),
+    )
     assert real_errors(errors) == []

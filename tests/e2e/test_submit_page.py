@@ -15,6 +15,7 @@ import pytest
 from django.test.utils import override_settings
 
 from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.helpers import check_widths
 from tests.e2e.test_dashboard import make_member, real_errors, sign_in
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_path
@@ -80,6 +81,26 @@ def test_upload_dry_run_and_submit_with_a_dataset(browser, live_server_url, engi
     assert rows.first.inner_text().startswith("1\tWhat is 2+2?\t4\t#### 4")
     assert page.get_by_test_id("dry-run-reward").all_inner_texts() == ["1", "1", "1"]
     page.screenshot(path=str(ARTIFACTS / "submit-dataset-dry-run.png"), full_page=True)
+
+    # Another upload, previewed (its facts and first rows as stored), then deleted: it leaves
+    # the list and the store, and the choice moves back to the first dataset.
+    page.get_by_test_id("dataset-file").set_input_files(
+        files=[{"name": "scratch.jsonl", "mimeType": "application/jsonl", "buffer": jsonl(ROWS[1:])}]
+    )
+    page.wait_for_function("() => document.querySelector('[data-testid=dataset-select]')?.value === 'scratch'")
+    page.get_by_test_id("preview-dataset").click()
+    preview = page.locator("[data-testid=dataset-preview][data-dataset=scratch]")
+    preview.wait_for()
+    assert "2 rows" in preview.inner_text()
+    assert page.get_by_test_id("dataset-preview-row").first.inner_text().startswith("1\tWhat is 6*7?\t42")
+    check_widths(page, "submit", ARTIFACTS)
+    page.get_by_test_id("delete-dataset").click()
+    page.get_by_test_id("confirm-delete-dataset").click()
+    page.get_by_test_id("dataset-deleted").wait_for()
+    assert page.get_by_test_id("dataset-preview").count() == 0
+    assert page.get_by_test_id("dataset-select").input_value() == "arith"
+    assert page.locator("[data-testid=dataset-select] option").all_inner_texts() == ["arith (3 rows)"]
+    assert list(Dataset.objects.values_list("name", flat=True)) == ["arith"]
 
     # Put it in the spec and submit: the engine gets the stored file's absolute path.
     page.get_by_test_id("use-dataset").click()

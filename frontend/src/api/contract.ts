@@ -5,7 +5,21 @@
  * run time. Regenerate both files with `make api-types`; a test fails when they are stale.
  */
 import type { components } from './schema';
-import type { Checkpoint, Dataset, Job, JobProgress, JobStatus, LogLine, Me, Preset, Sample } from './types';
+import type {
+  Checkpoint,
+  ClusterSpan,
+  ClusterStep,
+  ClusterTimeline,
+  Dataset,
+  Job,
+  JobProgress,
+  JobStatus,
+  LogLine,
+  Me,
+  Preset,
+  Sample,
+  VerlEstimate,
+} from './types';
 
 type Schemas = components['schemas'];
 
@@ -25,4 +39,8 @@ export type ApiContract = [
   Holds<FieldsIn<Dataset, Schemas['DatasetOutput']>>,
   Holds<FieldsIn<Me, Schemas['MeOutput']>>,
   Holds<FieldsIn<Preset, Schemas['PresetOutput']>>,
+  Holds<FieldsIn<ClusterTimeline, Schemas['ClusterTimelineOutput']>>,
+  Holds<FieldsIn<ClusterSpan, Schemas['ClusterSpanOutput']>>,
+  Holds<FieldsIn<ClusterStep, Schemas['ClusterStepOutput']>>,
+  Holds<FieldsIn<VerlEstimate, Schemas['VerlEstimateOutput']>>,
 ];

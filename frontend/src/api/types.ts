@@ -169,14 +169,42 @@ export interface ClusterSpan {
   job: string | null;
   job_name: string;
   kind: string;
-  bucket: string;
+  bucket: string | null;
   step: number;
-  worker: string | number;
+  worker: number | null;
   devices: number[];
   start_s: number;
   end_s: number;
   share: number;
   running: boolean;
+}
+
+/** A step finished in the window: when it ran (first sub-stage to weight sync) and its work. */
+export interface ClusterStep {
+  job: string | null;
+  job_name: string;
+  step: number;
+  start_s: number;
+  end_s: number;
+  tokens: number;
+  /** Training-equivalent FLOPs, 6 x parameters x tokens. */
+  flops: number;
+}
+
+/**
+ * The window's finished steps against verl's estimated time for the same steps (same sampled
+ * sequences, same cost model, verl's synchronous colocated layout; the better of its dedicated
+ * and whole-cluster deployments). `speedup` is null when there is nothing to compare (`note`).
+ */
+export interface VerlEstimate {
+  speedup: number | null;
+  actual_s: number;
+  verl_s: number;
+  verl_dedicated_s: number;
+  verl_serial_s: number;
+  steps: number;
+  tokens: number;
+  note: string | null;
 }
 
 /** GET /cluster/timeline?window_s=: the last `window_s` of the engine's clock. */
@@ -185,7 +213,11 @@ export interface ClusterTimeline {
   since_s: number;
   device_type: string;
   num_devices: number;
+  /** One device's peak bf16 FLOP/s. */
+  peak_flops: number;
   spans: ClusterSpan[];
+  steps: ClusterStep[];
+  verl_estimate: VerlEstimate;
 }
 
 // -- datasets and grader dry runs --------------------------------------------------------

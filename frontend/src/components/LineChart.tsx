@@ -1,88 +1,108 @@
 import { memo, useMemo, useState, type PointerEvent } from 'react';
 import type { Point } from '../api/types';
 import { downsampleMinMax } from '../charts/downsample';
-import { nearestIndex, niceTicks } from '../charts/scale';
+import { CARD_FRAME, chartGeometry, type ChartFrame } from '../charts/frame';
+import { nearestIndex } from '../charts/scale';
 import { chartTestId, metricUnit } from '../charts/series';
 import { formatValue } from '../format';
 
-const W = 400;
-const H = 180;
-const PAD = { left: 52, right: 12, top: 10, bottom: 24 };
-const PLOT_W = W - PAD.left - PAD.right;
-const PLOT_H = H - PAD.top - PAD.bottom;
-
-interface LineChartProps {
-  name: string;
-  /** The full series, sorted by step; it is downsampled here for drawing. */
+export interface ChartSeries {
+  id: string;
+  /** Sorted by step; downsampled here for drawing. */
   points: readonly Point[];
+  /** Its own colour (several series); without one, the chart's accent line. */
+  color?: string;
 }
 
-/** One metric over training steps, drawn as inline SVG. */
-export const LineChart = memo(function LineChart({ name, points }: LineChartProps) {
-  const drawn = useMemo(() => downsampleMinMax(points), [points]);
+interface LineChartProps {
+  /** The metric: the caption, its unit and (by default) the test id. */
+  name: string;
+  /** One series (the job page)... */
+  points?: readonly Point[];
+  /** ...or several on shared axes (the compare page). */
+  series?: readonly ChartSeries[];
+  frame?: ChartFrame;
+  className?: string;
+  testId?: string;
+  /** data-testid of each series' line (with data-series-id), when they must be told apart. */
+  seriesTestId?: string;
+  /** Accessible summary; by default the latest value of a single series. */
+  summary?: string;
+  /** Shown under the frame while no series has a point. */
+  emptyText?: string;
+}
+
+/**
+ * A metric over training steps as inline SVG: one series (a job page card, with its latest
+ * value and a hover read-out) or several on shared axes (the compare page).
+ */
+export const LineChart = memo(function LineChart({
+  name,
+  points: onlyPoints,
+  series: manySeries,
+  frame = CARD_FRAME,
+  className,
+  testId,
+  seriesTestId,
+  summary,
+  emptyText,
+}: LineChartProps) {
+  const series = useMemo(
+    () => manySeries ?? (onlyPoints ? [{ id: name, points: onlyPoints }] : []),
+    [manySeries, onlyPoints, name],
+  );
+  const drawn = useMemo(() => series.map((s) => downsampleMinMax(s.points)), [series]);
+  const geometry = useMemo(() => chartGeometry(drawn, frame), [drawn, frame]);
   const [hover, setHover] = useState<number | null>(null);
 
-  const geometry = useMemo(() => {
-    if (drawn.length === 0) return null;
-    let yMin = Infinity;
-    let yMax = -Infinity;
-    for (const [, v] of drawn) {
-      if (v < yMin) yMin = v;
-      if (v > yMax) yMax = v;
-    }
-    const ticks = niceTicks(yMin, yMax, 4);
-    const lo = Math.min(ticks[0] ?? yMin, yMin);
-    const hi = Math.max(ticks[ticks.length - 1] ?? yMax, yMax);
-    const xMin = drawn[0]![0];
-    const xMax = drawn[drawn.length - 1]![0];
-    const sx = (x: number) => PAD.left + (xMax === xMin ? PLOT_W / 2 : ((x - xMin) / (xMax - xMin)) * PLOT_W);
-    const sy = (y: number) => PAD.top + (hi === lo ? PLOT_H / 2 : (1 - (y - lo) / (hi - lo)) * PLOT_H);
-    let d = '';
-    for (let i = 0; i < drawn.length; i++) {
-      const [x, y] = drawn[i]!;
-      d += `${i === 0 ? 'M' : 'L'}${sx(x).toFixed(1)},${sy(y).toFixed(1)}`;
-    }
-    return { ticks, xMin, xMax, sx, sy, d };
-  }, [drawn]);
-
-  const last = points[points.length - 1];
+  const { width: W, height: H, pad: PAD } = frame;
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = H - PAD.top - PAD.bottom;
+  const single = series.length === 1 ? series[0]! : null;
+  const singleDrawn = single ? drawn[0]! : [];
+  const last = single?.points[single.points.length - 1];
   const unit = metricUnit(name);
-  const hovered = hover !== null ? drawn[hover] : undefined;
+  const hovered = single && hover !== null ? singleDrawn[hover] : undefined;
 
   const onPointerMove = (event: PointerEvent<SVGSVGElement>) => {
-    if (!geometry) return;
+    if (!geometry || !single) return;
     const rect = event.currentTarget.getBoundingClientRect();
     const px = ((event.clientX - rect.left) / rect.width) * W;
     const { xMin, xMax } = geometry;
-    const step = xMax === xMin ? xMin : xMin + ((px - PAD.left) / PLOT_W) * (xMax - xMin);
-    setHover(nearestIndex(drawn, step));
+    const step = xMax === xMin ? xMin : xMin + ((px - PAD.left) / plotW) * (xMax - xMin);
+    setHover(nearestIndex(singleDrawn, step));
   };
 
-  const summary = last
-    ? `${name}: ${points.length} points, latest ${formatValue(last[1])}${unit ? ` ${unit}` : ''} at step ${last[0]}`
-    : `${name}: no data yet`;
+  const label =
+    summary ??
+    (last
+      ? `${name}: ${single!.points.length} points, latest ${formatValue(last[1])}${unit ? ` ${unit}` : ''} at step ${last[0]}`
+      : `${name}: no data yet`);
+  const points = series.reduce((n, s) => n + s.points.length, 0);
 
   return (
-    <figure className="chart" data-testid={chartTestId(name)} data-points={points.length}>
+    <figure
+      className={className ? `chart ${className}` : 'chart'}
+      data-testid={testId ?? chartTestId(name)}
+      data-points={points}
+    >
       <figcaption className="chart-head">
         <span className="chart-name">
           {name}
           {unit && <span className="chart-unit"> ({unit})</span>}
         </span>
-        <span className="chart-value">
-          {hovered
-            ? `step ${hovered[0]}: ${formatValue(hovered[1])}`
-            : last
-              ? formatValue(last[1])
-              : '—'}
-        </span>
+        {single && (
+          <span className="chart-value">
+            {hovered ? `step ${hovered[0]}: ${formatValue(hovered[1])}` : last ? formatValue(last[1]) : '—'}
+          </span>
+        )}
       </figcaption>
       <svg
         viewBox={`0 0 ${W} ${H}`}
         role="img"
-        aria-label={summary}
-        onPointerMove={onPointerMove}
-        onPointerLeave={() => setHover(null)}
+        aria-label={label}
+        onPointerMove={single ? onPointerMove : undefined}
+        onPointerLeave={single ? () => setHover(null) : undefined}
       >
         {geometry && (
           <>
@@ -95,30 +115,52 @@ export const LineChart = memo(function LineChart({ name, points }: LineChartProp
               </g>
             ))}
             <g className="chart-axis">
-              <text x={PAD.left} y={H - 6} textAnchor="start">
+              <text x={PAD.left} y={H - frame.axisLabelInset} textAnchor="start">
                 {geometry.xMin}
               </text>
-              <text x={W - PAD.right} y={H - 6} textAnchor="end">
+              <text x={W - PAD.right} y={H - frame.axisLabelInset} textAnchor="end">
                 {geometry.xMax}
               </text>
-              <text x={PAD.left + PLOT_W / 2} y={H - 6} textAnchor="middle">
+              <text x={PAD.left + plotW / 2} y={H - frame.axisLabelInset} textAnchor="middle">
                 step
               </text>
             </g>
-            {drawn.length === 1 ? (
-              <circle className="chart-point" cx={geometry.sx(drawn[0]![0])} cy={geometry.sy(drawn[0]![1])} r={3} />
-            ) : (
-              <path className="chart-line" d={geometry.d} />
-            )}
+            {series.map((s, i) => {
+              const pts = drawn[i]!;
+              const testProps = seriesTestId ? { 'data-testid': seriesTestId, 'data-series-id': s.id } : {};
+              if (pts.length === 1) {
+                const [x, y] = pts[0]!;
+                return s.color ? (
+                  <circle key={s.id} {...testProps} cx={geometry.sx(x)} cy={geometry.sy(y)} r={frame.pointRadius} fill={s.color} />
+                ) : (
+                  <circle key={s.id} {...testProps} className="chart-point" cx={geometry.sx(x)} cy={geometry.sy(y)} r={frame.pointRadius} />
+                );
+              }
+              if (pts.length === 0) return null;
+              return s.color ? (
+                <path
+                  key={s.id}
+                  {...testProps}
+                  d={geometry.paths[i]}
+                  fill="none"
+                  stroke={s.color}
+                  strokeWidth={2}
+                  strokeLinejoin="round"
+                />
+              ) : (
+                <path key={s.id} {...testProps} className="chart-line" d={geometry.paths[i]} />
+              );
+            })}
             {hovered && (
               <g className="chart-hover">
-                <line x1={geometry.sx(hovered[0])} x2={geometry.sx(hovered[0])} y1={PAD.top} y2={PAD.top + PLOT_H} />
+                <line x1={geometry.sx(hovered[0])} x2={geometry.sx(hovered[0])} y1={PAD.top} y2={PAD.top + plotH} />
                 <circle cx={geometry.sx(hovered[0])} cy={geometry.sy(hovered[1])} r={3} />
               </g>
             )}
           </>
         )}
       </svg>
+      {!geometry && emptyText && <p className="muted">{emptyText}</p>}
     </figure>
   );
 });

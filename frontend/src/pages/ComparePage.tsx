@@ -1,30 +1,18 @@
-import { useEffect, useMemo, useState, useSyncExternalStore } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { isAbort } from '../api/client';
 import { ApiError } from '../api/errors';
 import type { Job, Point } from '../api/types';
+import { LineChart, type ChartSeries } from '../components/LineChart';
 import { StatusChip } from '../components/StatusChip';
+import { WIDE_FRAME } from '../charts/frame';
+import { chartTestId, metricUnit } from '../charts/series';
 import { formatValue } from '../format';
-import { Link, navigate } from '../routing/navigation';
+import { Link, navigate, useLocationSearch } from '../routing/navigation';
 import { jobPath } from '../routing/routes';
 import { useSession } from '../session';
 import { COMPARE_MAX_POINTS, COMPARE_METRICS, lineColor, metricsPresent } from './compare/compare';
-import { OverlayChart, type OverlayLine } from './compare/OverlayChart';
 import { comparePath, parseCompareIds } from './jobs/listing';
 import './compare/compare.css';
-
-function subscribeLocation(onChange: () => void): () => void {
-  // navigation.tsx's navigate() dispatches 'jigsaw:navigate'; back/forward fire popstate.
-  window.addEventListener('popstate', onChange);
-  window.addEventListener('jigsaw:navigate', onChange);
-  return () => {
-    window.removeEventListener('popstate', onChange);
-    window.removeEventListener('jigsaw:navigate', onChange);
-  };
-}
-
-function useLocationSearch(): string {
-  return useSyncExternalStore(subscribeLocation, () => window.location.search);
-}
 
 interface Loaded {
   job: Job | null;
@@ -68,7 +56,7 @@ export function ComparePage() {
   const shown = metric && present.includes(metric) ? metric : (present[0] ?? null);
   const allLoaded = ids.every((id) => loaded[id] !== undefined);
 
-  const lines: OverlayLine[] = ids.map((id, i) => ({
+  const lines: (ChartSeries & { label: string; color: string })[] = ids.map((id, i) => ({
     id,
     label: loaded[id]?.job?.name || id,
     color: lineColor(i),
@@ -118,7 +106,18 @@ export function ComparePage() {
 
           <div className="compare-layout">
             {shown ? (
-              <OverlayChart name={shown} lines={lines} />
+              <LineChart
+                name={shown}
+                series={lines}
+                frame={WIDE_FRAME}
+                className="compare-chart"
+                testId={`compare-${chartTestId(shown)}`}
+                seriesTestId="compare-line"
+                summary={`${shown}${metricUnit(shown) ? ` (${metricUnit(shown)})` : ''}: ${
+                  lines.filter((l) => l.points.length > 0).length
+                } of ${lines.length} jobs have data`}
+                emptyText="No data for this metric yet."
+              />
             ) : (
               <p className="muted empty">{allLoaded ? 'None of these jobs has reported metrics yet.' : 'Loading…'}</p>
             )}

@@ -1,11 +1,11 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import { ApiError } from '../api/errors';
 import { JOB_STATUSES, type Job, type Page } from '../api/types';
 import { ProgressBar } from '../components/ProgressBar';
 import { StatusChip } from '../components/StatusChip';
 import { formatAge, formatDateTime } from '../format';
 import { usePolling } from '../hooks/usePolling';
-import { Link, navigate } from '../routing/navigation';
+import { Link, navigate, useLocationSearch } from '../routing/navigation';
 import { jobPath } from '../routing/routes';
 import { canWrite, useSession } from '../session';
 import { formatDevices, formatGpuHours } from './job/usage';
@@ -16,6 +16,7 @@ import {
   formatEta,
   isFiltered,
   MAX_COMPARE,
+  parseJobFilters,
   type JobFilters,
 } from './jobs/listing';
 import './jobs/jobs.css';
@@ -97,7 +98,7 @@ function JobRow({ job, now, selected, selectDisabled, onToggle }: JobRowProps) {
   );
 }
 
-function StatusFilter({ value, onChange }: { value: string[]; onChange: (next: string[]) => void }) {
+function StatusFilter({ value, onChange }: { value: readonly string[]; onChange: (next: string[]) => void }) {
   const summary = value.length === 0 ? 'any' : value.length <= 2 ? value.join(', ') : `${value.length} selected`;
   const toggle = (status: string) =>
     onChange(value.includes(status) ? value.filter((s) => s !== status) : [...value, status]);
@@ -129,15 +130,41 @@ function StatusFilter({ value, onChange }: { value: string[]; onChange: (next: s
   );
 }
 
-/** `/`: the tenant's jobs, filtered, refreshed every 3 s; pick some to compare. */
+/** Show `filters` in this page's URL (replacing the entry: editing a filter is not a page to go back to). */
+function showFilters(filters: JobFilters): void {
+  navigate(window.location.pathname + buildJobsQuery(filters), { replace: true });
+}
+
+/**
+ * A text filter's input: what is typed, written to the URL once typing pauses; and when the
+ * URL changes from outside (back, forward, a link), the input follows it.
+ */
+function useTextFilter(fromUrl: string, write: (value: string) => void): [string, (value: string) => void] {
+  const [input, setInput] = useState(fromUrl);
+  const settled = useDebounced(input, TYPING_DELAY_MS);
+  useEffect(() => {
+    if (settled.trim() !== fromUrl) write(settled);
+    // Only a settled edit writes (hence `settled` alone): a URL changed from outside must not be
+    // overwritten by a stale value.
+  }, [settled]);
+  const [seen, setSeen] = useState(fromUrl);
+  if (seen !== fromUrl) {
+    setSeen(fromUrl);
+    if (input.trim() !== fromUrl) setInput(fromUrl);
+  }
+  return [input, setInput];
+}
+
+/** `/`: the tenant's jobs, filtered (the filters live in the URL), refreshed every 3 s; pick some to compare. */
 export function JobsPage() {
   const { api, tenant } = useSession();
-  const [statuses, setStatuses] = useState<string[]>([]);
-  const [nameInput, setNameInput] = useState('');
-  const [tagInput, setTagInput] = useState('');
-  const name = useDebounced(nameInput, TYPING_DELAY_MS);
-  const tag = useDebounced(tagInput, TYPING_DELAY_MS);
-  const filters: JobFilters = { statuses, name, tag };
+  const search = useLocationSearch();
+  const filters = useMemo(() => parseJobFilters(search, JOB_STATUSES), [search]);
+  const { statuses } = filters;
+  const current = () => parseJobFilters(window.location.search, JOB_STATUSES);
+  const setStatuses = (next: string[]) => showFilters({ ...current(), statuses: next });
+  const [nameInput, setNameInput] = useTextFilter(filters.name, (name) => showFilters({ ...current(), name }));
+  const [tagInput, setTagInput] = useTextFilter(filters.tag, (tag) => showFilters({ ...current(), tag }));
   const query = buildJobsQuery(filters);
 
   // A cursor link belongs to the query it came from; a new filter starts at the first page.

@@ -19,11 +19,18 @@ export function usePathname(): string {
   return useSyncExternalStore(subscribe, () => window.location.pathname);
 }
 
+/** The current location's query string ("?a=b" or ""); re-renders when it changes. */
+export function useLocationSearch(): string {
+  return useSyncExternalStore(subscribe, () => window.location.search);
+}
+
 export function navigate(to: string, opts: { replace?: boolean } = {}): void {
   if (to === window.location.pathname + window.location.search) return;
+  const from = window.location.pathname;
   if (opts.replace) window.history.replaceState(null, '', to);
   else window.history.pushState(null, '', to);
-  window.scrollTo(0, 0);
+  // A new page starts at its top; a new query on the same page (filters) keeps the scroll.
+  if (window.location.pathname !== from) window.scrollTo(0, 0);
   window.dispatchEvent(new Event(NAVIGATE_EVENT));
 }
 

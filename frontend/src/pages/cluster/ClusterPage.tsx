@@ -6,6 +6,7 @@ import { usePolling } from '../../hooks/usePolling';
 import { Link } from '../../routing/navigation';
 import { jobPath } from '../../routing/routes';
 import { useSession } from '../../session';
+import { effectiveMfu, formatSpeedup, meanValue, verlExplanation } from './efficiency';
 import { PatternDefs, patternFill, TimelineChart } from './TimelineChart';
 import {
   currentShares,
@@ -21,7 +22,7 @@ import {
   viewStart,
   WINDOWS,
 } from './timeline';
-import { UtilisationChart } from './UtilisationChart';
+import { WindowChart } from './WindowChart';
 import './cluster.css';
 
 export const CLUSTER_REFRESH_MS = 2000;
@@ -51,6 +52,8 @@ export function ClusterPage() {
     return {
       since,
       util: utilisation(spans, n, since, now, 60),
+      mfu: effectiveMfu(timeline.steps, n, timeline.peak_flops, since, now, 60),
+      windowText: formatSeconds(now - since),
       now: currentUtilisation(spans, n),
       shares: currentShares(spans, n),
       jobs: legendJobs(spans),
@@ -98,10 +101,42 @@ export function ClusterPage() {
                 Nothing ran on the cluster in this window.
               </p>
             )}
-            <h2>Utilisation</h2>
+            <h2>Utilisation and efficiency</h2>
             <div className="cluster-util">
-              <UtilisationChart points={derived.util} since={derived.since} now={timeline.now_s} />
+              <div className="cluster-util-charts">
+                <WindowChart
+                  testId="cluster-util-chart"
+                  name="Utilisation"
+                  points={derived.util}
+                  since={derived.since}
+                  now={timeline.now_s}
+                  scale="full"
+                  label={`Cluster utilisation over the last ${derived.windowText} of engine time, mean ${formatPercent(meanValue(derived.util))}`}
+                  value={
+                    <span data-testid="cluster-util-mean" data-value={meanValue(derived.util).toFixed(4)}>
+                      mean {formatPercent(meanValue(derived.util))}
+                    </span>
+                  }
+                  help="Share-weighted device-time of every sub-stage, over all devices."
+                />
+                <WindowChart
+                  testId="cluster-mfu-chart"
+                  name="Effective MFU"
+                  points={derived.mfu}
+                  since={derived.since}
+                  now={timeline.now_s}
+                  scale="fit"
+                  label={`Effective MFU over the last ${derived.windowText} of engine time, mean ${formatPercent(meanValue(derived.mfu))}`}
+                  value={
+                    <span data-testid="cluster-mfu-mean" data-value={meanValue(derived.mfu).toFixed(4)}>
+                      mean {formatPercent(meanValue(derived.mfu))}
+                    </span>
+                  }
+                  help="Training-equivalent FLOPs of the finished steps (6 × parameters × tokens, each step spread over its own time) over what every device could do at peak. A step counts once it ends."
+                />
+              </div>
               <div className="cluster-now">
+                <VerlReadout timeline={timeline} />
                 <p className="cluster-now-value">
                   <span className="muted">Now</span>{' '}
                   <strong data-testid="cluster-util-now" data-value={derived.now.toFixed(4)}>
@@ -158,6 +193,29 @@ export function ClusterPage() {
         </div>
       )}
     </section>
+  );
+}
+
+/** Throughput of the window's finished steps against verl's estimated time for the same steps. */
+function VerlReadout({ timeline }: { timeline: ClusterTimeline }) {
+  const estimate = timeline.verl_estimate;
+  const help = verlExplanation(estimate, formatSeconds);
+  return (
+    <div className="cluster-verl" data-testid="cluster-verl" data-speedup={estimate.speedup ?? ''}>
+      <p className="cluster-now-value" title={help}>
+        <strong className="cluster-verl-value" data-testid="cluster-verl-speedup">
+          {formatSpeedup(estimate.speedup)}
+        </strong>{' '}
+        <span className="muted">throughput vs verl (estimated)</span>
+      </p>
+      {estimate.speedup === null && estimate.note && <p className="muted cluster-help">{estimate.note}</p>}
+      <details>
+        <summary>How is this estimated?</summary>
+        <p className="cluster-help" data-testid="cluster-verl-help">
+          {help}
+        </p>
+      </details>
+    </div>
   );
 }
 

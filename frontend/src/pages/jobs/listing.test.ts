@@ -8,6 +8,7 @@ import {
   isFiltered,
   NO_FILTERS,
   parseCompareIds,
+  parseJobFilters,
 } from './listing';
 
 describe('buildJobsQuery', () => {
@@ -28,6 +29,24 @@ describe('buildJobsQuery', () => {
       '?status=failed&name=grpo%20%26%20co&tag=team%2Fa',
     );
     expect(isFiltered({ statuses: [], name: '', tag: 'x' })).toBe(true);
+  });
+});
+
+describe('parseJobFilters', () => {
+  const known = ['queued', 'running', 'failed'];
+
+  it('reads back what buildJobsQuery wrote', () => {
+    const filters = { statuses: ['failed', 'running'], name: 'grpo & co', tag: 'team/a' };
+    expect(parseJobFilters(buildJobsQuery(filters), known)).toEqual(filters);
+    expect(parseJobFilters('', known)).toEqual(NO_FILTERS);
+  });
+
+  it('drops unknown and repeated statuses and trims text', () => {
+    expect(parseJobFilters('?status=running,bogus,,running&name=%20x%20&other=1', known)).toEqual({
+      statuses: ['running'],
+      name: 'x',
+      tag: '',
+    });
   });
 });
 

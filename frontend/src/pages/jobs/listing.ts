@@ -29,6 +29,21 @@ export function buildJobsQuery(filters: JobFilters): string {
   return parts.length ? `?${parts.join('&')}` : '';
 }
 
+/**
+ * The filters in a query string of the form buildJobsQuery writes (the jobs list keeps its
+ * filters in its own URL in that form, so a reload or the back button brings them back).
+ * Unknown statuses are dropped; missing parts are "any".
+ */
+export function parseJobFilters(search: string, known: readonly string[]): JobFilters {
+  const params = new URLSearchParams(search);
+  const statuses: string[] = [];
+  for (const part of (params.get('status') ?? '').split(',')) {
+    const s = part.trim();
+    if (known.includes(s) && !statuses.includes(s)) statuses.push(s);
+  }
+  return { statuses, name: (params.get('name') ?? '').trim(), tag: (params.get('tag') ?? '').trim() };
+}
+
 /** True when any filter narrows the list. */
 export function isFiltered(filters: JobFilters): boolean {
   return buildJobsQuery(filters) !== '';

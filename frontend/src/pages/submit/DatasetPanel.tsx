@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useId, useState, type ChangeEvent } from 'react';
 import { isAbort, type ApiClient } from '../../api/client';
 import { ApiError } from '../../api/errors';
-import type { Dataset, DryRunResult, GraderName } from '../../api/types';
+import type { Dataset, DatasetDetail, DryRunResult, GraderName } from '../../api/types';
 import { formatReward, rewardTone } from '../job/samples';
 import {
   GRADERS,
@@ -9,9 +9,11 @@ import {
   datasetNameFromFile,
   formatBytes,
   rowProblems,
+  selectionAfterDelete,
   withDataset,
   type RowProblem,
 } from './dataset';
+import { DatasetPreview } from './DatasetPreview';
 import './submit.css';
 
 const MAX_UPLOAD_BYTES = 10 * 1024 * 1024;
@@ -51,6 +53,23 @@ export function DatasetPanel({
   const [dryRun, setDryRun] = useState<DryRunResult[] | null>(null);
   const [dryRunError, setDryRunError] = useState('');
   const [running, setRunning] = useState(false);
+  const [preview, setPreview] = useState<DatasetDetail | null>(null);
+  const [previewError, setPreviewError] = useState('');
+  const [previewing, setPreviewing] = useState(false);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [deleteError, setDeleteError] = useState('');
+  const [deleting, setDeleting] = useState(false);
+  const [deleted, setDeleted] = useState('');
+
+  /** Another dataset picked (or this one gone): what was shown of the last one goes. */
+  const pick = (next: string) => {
+    setSelected(next);
+    setDryRun(null);
+    setPreview(null);
+    setPreviewError('');
+    setConfirmDelete(false);
+    setDeleteError('');
+  };
 
   const refresh = useCallback(
     async (signal?: AbortSignal) => {
@@ -93,8 +112,8 @@ export function DatasetPanel({
     try {
       const dataset = await api.uploadDataset(datasetName, await file.text());
       setUpload({ kind: 'done', dataset });
-      setSelected(dataset.name);
-      setDryRun(null);
+      pick(dataset.name);
+      setDeleted('');
       setName('');
       await refresh();
     } catch (e) {
@@ -125,6 +144,45 @@ export function DatasetPanel({
       setDryRunError(asApiError(e).message);
     } finally {
       setRunning(false);
+    }
+  };
+
+  const showPreview = async () => {
+    if (!selected || previewing) return;
+    if (preview?.name === selected) {
+      setPreview(null); // the button toggles
+      return;
+    }
+    setPreviewing(true);
+    setPreviewError('');
+    try {
+      setPreview(await api.getDataset(selected));
+    } catch (e) {
+      setPreview(null);
+      setPreviewError(asApiError(e).message);
+    } finally {
+      setPreviewing(false);
+    }
+  };
+
+  const deleteSelected = async () => {
+    if (!selected || deleting) return;
+    const name = selected;
+    setDeleting(true);
+    setDeleteError('');
+    try {
+      await api.deleteDataset(name);
+      const before = (datasets ?? []).map((d) => d.name);
+      setDatasets((list) => (list ?? []).filter((d) => d.name !== name));
+      pick(selectionAfterDelete(before, name));
+      setDeleted(name);
+      if (upload.kind === 'done' && upload.dataset.name === name) setUpload({ kind: 'idle' });
+      await refresh();
+    } catch (e) {
+      setDeleteError(asApiError(e).message);
+      setConfirmDelete(false);
+    } finally {
+      setDeleting(false);
     }
   };
 
@@ -219,10 +277,7 @@ export function DatasetPanel({
               id={`${ids}-pick`}
               data-testid="dataset-select"
               value={selected}
-              onChange={(e) => {
-                setSelected(e.target.value);
-                setDryRun(null);
-              }}
+              onChange={(e) => pick(e.target.value)}
             >
               {datasets.map((d) => (
                 <option key={d.name} value={d.name}>
@@ -270,8 +325,77 @@ export function DatasetPanel({
           >
             {running ? 'Grading…' : 'Dry run'}
           </button>
+          <button
+            type="button"
+            className="btn"
+            data-testid="preview-dataset"
+            onClick={() => void showPreview()}
+            disabled={!selected || previewing}
+            aria-expanded={preview !== null}
+          >
+            {previewing ? 'Loading…' : preview ? 'Hide preview' : 'Preview'}
+          </button>
+          {!confirmDelete && (
+            <button
+              type="button"
+              className="btn btn-danger"
+              data-testid="delete-dataset"
+              onClick={() => {
+                setConfirmDelete(true);
+                setDeleteError('');
+              }}
+              disabled={!selected || deleting}
+            >
+              Delete…
+            </button>
+          )}
         </div>
       </div>
+      {confirmDelete && selected && (
+        <div className="notice dataset-confirm" role="alertdialog" aria-label={`Delete ${selected}?`}>
+          <span>
+            Delete <strong>{selected}</strong> for good? Jobs that finished keep their results; an unfinished job
+            reading it stops the deletion.
+          </span>
+          <button
+            type="button"
+            className="btn btn-danger"
+            data-testid="confirm-delete-dataset"
+            onClick={() => void deleteSelected()}
+            disabled={deleting}
+          >
+            {deleting ? 'Deleting…' : `Delete ${selected}`}
+          </button>
+          <button
+            type="button"
+            className="btn btn-quiet"
+            data-testid="cancel-delete-dataset"
+            onClick={() => setConfirmDelete(false)}
+            disabled={deleting}
+          >
+            Keep it
+          </button>
+        </div>
+      )}
+      <div aria-live="polite">
+        {deleted && (
+          <p className="dataset-ok" data-testid="dataset-deleted">
+            Deleted <strong>{deleted}</strong>.
+            {inSpec === deleted && ' The spec still names it in data.train_files: pick another dataset or remove it.'}
+          </p>
+        )}
+      </div>
+      {deleteError && (
+        <div className="notice notice-error" role="alert" data-testid="delete-dataset-error">
+          Could not delete the dataset: {deleteError}
+        </div>
+      )}
+      {previewError && (
+        <div className="notice notice-error" role="alert" data-testid="preview-dataset-error">
+          Could not load the preview: {previewError}
+        </div>
+      )}
+      {preview && <DatasetPreview detail={preview} />}
       {applyError && (
         <div className="notice notice-error" role="alert">
           {applyError}

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { datasetInSpec, datasetNameFromFile, formatBytes, rowProblems, withDataset } from './dataset';
+import {
+  datasetInSpec,
+  datasetNameFromFile,
+  formatBytes,
+  rowProblems,
+  selectionAfterDelete,
+  shortSha,
+  withDataset,
+} from './dataset';
 
 describe('datasetNameFromFile', () => {
   it('drops the extension and folders, and replaces what a name cannot hold', () => {
@@ -61,5 +69,20 @@ describe('formatBytes', () => {
     expect(formatBytes(512)).toBe('512 B');
     expect(formatBytes(2048)).toBe('2.0 KiB');
     expect(formatBytes(3 * 1024 * 1024)).toBe('3.0 MiB');
+  });
+});
+
+describe('selectionAfterDelete', () => {
+  it('moves to the next dataset, or the previous one at the end, or none', () => {
+    expect(selectionAfterDelete(['a', 'b', 'c'], 'b')).toBe('c');
+    expect(selectionAfterDelete(['a', 'b', 'c'], 'c')).toBe('b');
+    expect(selectionAfterDelete(['a', 'b', 'c'], 'a')).toBe('b');
+    expect(selectionAfterDelete(['a'], 'a')).toBe('');
+    expect(selectionAfterDelete(['a', 'b'], 'gone')).toBe('a');
+  });
+
+  it('shortens a checksum', () => {
+    expect(shortSha('0123456789abcdef0123')).toBe('0123456789ab…');
+    expect(shortSha('abc')).toBe('abc');
   });
 });

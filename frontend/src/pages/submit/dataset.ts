@@ -78,3 +78,16 @@ export function formatBytes(n: number): string {
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
 }
+
+/** Which dataset to pick once `deleted` is gone from `before`: its neighbour in the list, or none. */
+export function selectionAfterDelete(before: readonly string[], deleted: string): string {
+  const i = before.indexOf(deleted);
+  const rest = before.filter((n) => n !== deleted);
+  if (rest.length === 0) return '';
+  return rest[Math.min(Math.max(i, 0), rest.length - 1)]!;
+}
+
+/** "sha256 1a2b3c4d…": enough of the checksum to tell two uploads apart. */
+export function shortSha(sha256: string): string {
+  return sha256.length > 12 ? `${sha256.slice(0, 12)}…` : sha256;
+}
