@@ -1,4 +1,5 @@
-"""DRF authentication by API token: ``Authorization: Bearer jrl_<key id>_<secret>``."""
+"""DRF authentication by API token: ``Authorization: Bearer jrl_<key id>_<secret>``; an address
+that sends too many bad tokens is refused for a while (429, see ``webapp.throttling``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from tenants.services import api_token_authenticate
+from webapp.throttling import BadTokenGuard, client_address, too_many_bad_tokens
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -20,8 +22,14 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         scheme, _, raw = header.partition(" ")
         if scheme.lower() != self.keyword:
             return None
+        address = client_address(request.META)
+        guard = BadTokenGuard()
+        wait = guard.wait_s(address)
+        if wait is not None:  # refused unchecked: a right guess must look like a wrong one
+            raise too_many_bad_tokens(wait)
         token = api_token_authenticate(raw=raw.strip())
         if token is None:
+            guard.record_failure(address)
             raise exceptions.AuthenticationFailed("invalid, expired or revoked API token")
         return token.user, token
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -40,6 +42,11 @@ def _flatten(detail: Any, path: str = "") -> list[dict[str, Any]]:
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    request = context.get("request")
+    renderer = getattr(request, "accepted_renderer", None)
+    if renderer is not None and renderer.format not in ("json", "api"):
+        # An error is JSON even where the client asked for a CSV export (the schema says so).
+        request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"  # type: ignore[union-attr]
     if isinstance(exc, ServiceError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.http_status)
     if isinstance(exc, Http404 | exceptions.NotFound):
@@ -49,6 +56,15 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         return None
     if isinstance(exc, exceptions.ValidationError):
         response.data = error_body("validation_error", "the request is invalid", _flatten(exc.detail))
+    elif isinstance(exc, exceptions.ParseError):
+        field = getattr(exc, "field", "<body>")  # webapp.api_parsers.BodyInvalid names one
+        response.data = error_body("parse_error", str(exc.detail), [{"field": field, "message": str(exc.detail)}])
+    elif isinstance(exc, exceptions.UnsupportedMediaType):
+        response.data = error_body(
+            "unsupported_media_type",
+            str(exc.detail),
+            [{"field": "Content-Type", "message": "send application/json (dataset uploads also take multipart)"}],
+        )
     else:
         code = getattr(exc, "default_code", "error")
         detail = getattr(exc, "detail", str(exc))
@@ -56,3 +72,70 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
             response["Retry-After"] = str(int(exc.wait) + 1)
     return response
+
+
+# -- errors Django answers before a view (no URL matched, a refused request, a crash) -----------
+def _api_path(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler404``: API clients get the one error shape, pages keep Django's page."""
+    if _api_path(request):
+        return JsonResponse(error_body("not_found", f"no such resource: {request.path}"), status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """``handler400``: requests Django itself refuses (a bad Host header, too many fields)."""
+    if _api_path(request):
+        return JsonResponse(error_body("bad_request", "the request is malformed"), status=400)
+    return defaults.bad_request(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _api_path(request):
+        return JsonResponse(error_body("server_error", "the server failed on this request; it was logged"), status=500)
+    return defaults.server_error(request)
+
+
+# -- the schema documents the shape ----------------------------------------------------------
+_ERROR_SCHEMAS = {
+    "ErrorFieldDetail": {
+        "type": "object",
+        "properties": {
+            "field": {"type": "string", "description": 'Dotted path ("spec.rollout.n"), a header, or "<body>".'},
+            "message": {"type": "string"},
+        },
+        "required": ["field", "message"],
+    },
+    "ErrorBody": {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Stable, machine-readable: validation_error, not_found, ..."},
+            "message": {"type": "string"},
+            "details": {"type": "array", "items": {"$ref": "#/components/schemas/ErrorFieldDetail"}},
+        },
+        "required": ["code", "message", "details"],
+    },
+    "ErrorResponse": {
+        "type": "object",
+        "properties": {"error": {"$ref": "#/components/schemas/ErrorBody"}},
+        "required": ["error"],
+    },
+}
+
+
+def document_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: every operation may answer any 4XX in the one
+    error shape (429 with Retry-After, 413 past the body limit, ...), so clients and schema
+    checks know the body of a refusal too."""
+    result.setdefault("components", {}).setdefault("schemas", {}).update(_ERROR_SCHEMAS)
+    refusal = {
+        "description": "Refused: the body says why and which field (see ErrorResponse).",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+    }
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            operation.setdefault("responses", {}).setdefault("4XX", refusal)
+    return result

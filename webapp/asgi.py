@@ -13,11 +13,12 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from webapp.jobs.routing import websocket_urlpatterns  # noqa: E402
+from webapp.request_limits import AsgiBodyCap  # noqa: E402
 from webapp.ws_auth import OriginOrTokenValidator, TokenAuthMiddleware  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": AsgiBodyCap(django_asgi_app),
         "websocket": OriginOrTokenValidator(AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))),
     }
 )

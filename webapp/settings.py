@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "webapp.request_limits.RequestLimitsMiddleware",  # before CSRF, which may read the body
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -156,7 +157,9 @@ ENGINE_MODE = env_str("ENGINE_MODE", "simulated")  # simulated | real (tiny mode
 if ENGINE_MODE not in ("simulated", "real"):
     raise ImproperlyConfigured(f"ENGINE_MODE: must be simulated or real, got {ENGINE_MODE!r}")
 ENGINE_REAL_CACHE_DIR = env_str("ENGINE_REAL_CACHE_DIR", str(BASE_DIR / "var" / "policy-cache"))
-ENGINE_REAL_CHECKPOINT_DIR = env_str("ENGINE_REAL_CHECKPOINT_DIR", "")
+# Real jobs checkpoint after every step, here (<dir>/<job id>/step-NNNNNN): what pause, clone
+# and recovery after an engine restart resume from. Empty: no checkpoints (nothing survives).
+ENGINE_REAL_CHECKPOINT_DIR = env_str("ENGINE_REAL_CHECKPOINT_DIR", str(BASE_DIR / "var" / "real-checkpoints"))
 """Simulated seconds per wall second for simulated pipelines (``inf`` in tests)."""
 DATASETS_DIR = env_str("DATASETS_DIR", str(BASE_DIR / "var" / "datasets"))  # <dir>/<tenant id>/<dataset id>.jsonl
 
@@ -183,18 +186,30 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
+    # JSON only (dataset uploads add multipart themselves): one parser that refuses what cannot
+    # be stored, rather than form parsers that pass NUL characters through to Postgres.
+    "DEFAULT_PARSER_CLASSES": ["webapp.api_parsers.StrictJSONParser"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # Proxies in front whose X-Forwarded-For is believed for throttling; none by default, so a
+    # client cannot choose the address its limits are counted under.
+    "NUM_PROXIES": int(env_float("API_NUM_PROXIES", 0)),
     "DEFAULT_THROTTLE_CLASSES": ["webapp.throttling.CallerRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "caller": env_str("API_RATE_PER_CALLER", "1200/min"),
         "job_create": env_str("API_RATE_JOB_CREATE", "240/min"),
     },
 }
+API_MAX_BODY_BYTES = int(env_float("API_MAX_BODY_BYTES", 1024 * 1024))  # larger: 413 (webapp/request_limits.py)
+API_BAD_TOKEN_RATE = env_str("API_BAD_TOKEN_RATE", "30/min")  # bad tokens per address, then 429
 SPECTACULAR_SETTINGS = {
     "TITLE": "JigsawRL API",
     "DESCRIPTION": "Submit and watch RL post-training jobs on a shared cluster.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "webapp.api_errors.document_error_responses",
+    ],
 }
 
 # -- static, i18n ---------------------------------------------------------------------------

@@ -17,3 +17,8 @@ urlpatterns = [
     path("", spa.dashboard, name="dashboard"),
     re_path(r"^(?P<path>(?:jobs|new|manage|compare|cluster)(?:/.*)?)$", spa.dashboard, name="dashboard-route"),
 ]
+
+# Under /api/ these answer in the API's one error shape; elsewhere Django's own pages.
+handler400 = "webapp.api_errors.bad_request"
+handler404 = "webapp.api_errors.not_found"
+handler500 = "webapp.api_errors.server_error"

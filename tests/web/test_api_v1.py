@@ -117,6 +117,9 @@ def test_logs_checkpoints_metrics_downsampled_and_csv(make_actor) -> None:
     assert csv.status_code == 200 and csv["Content-Type"].startswith("text/csv")
     lines = csv.content.decode().splitlines()
     assert lines[0] == "step,reward/mean,timing_s/step" and lines[1] == "1,1.0,2.0" and len(lines) == 501
+    bad_csv = c.get(f"/api/v1/jobs/{job.pk}/metrics?format=csv&max_points=1")  # an error is JSON, always
+    assert bad_csv.status_code == 400 and bad_csv["Content-Type"] == "application/json"
+    assert bad_csv.json()["error"]["details"][0]["field"] == "max_points"
 
 
 def test_event_stream_replays_after_last_event_id_and_ends_with_the_job(make_actor) -> None:

@@ -6,6 +6,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 
 from tenants.models import Tenant
@@ -19,7 +20,7 @@ def jobs_for_tenant(*, tenant: Tenant) -> QuerySet[Job]:
 def job_get_for_tenant(*, tenant: Tenant, job_id: Any) -> Job | None:
     try:
         return jobs_for_tenant(tenant=tenant).filter(pk=job_id).first()
-    except (ValueError, TypeError):  # not a UUID: same answer as a foreign id
+    except (ValueError, TypeError, DjangoValidationError):  # not a UUID: same answer as a foreign id
         return None
 
 

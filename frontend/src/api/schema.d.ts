@@ -508,6 +508,9 @@ export interface components {
             /** @default 90 */
             expires_in_days: number;
         };
+        ApiKeyList: {
+            results: components["schemas"]["ApiKeyOutput"][];
+        };
         ApiKeyOutput: {
             key_id: string;
             name: string;
@@ -528,11 +531,26 @@ export interface components {
             /** Format: date-time */
             created_at?: string;
             readonly tenant: string;
-            actor?: string;
+            actor?: string | null;
             action: string;
             target: string;
             data?: unknown;
         };
+        AuditPage: {
+            results: components["schemas"]["AuditOutput"][];
+            /**
+             * Format: uri
+             * @description The next page; null on the last.
+             */
+            next: string | null;
+            /**
+             * Format: uri
+             * @description The previous page; null on the first.
+             */
+            previous: string | null;
+        };
+        /** @enum {unknown} */
+        BlankEnum: "";
         /**
          * @description * `block` - block
          *     * `pause` - pause
@@ -543,6 +561,79 @@ export interface components {
             step: number;
             /** Format: date-time */
             created_at: string;
+        };
+        ClusterSpanOutput: {
+            /** @description The caller's job id; null for another tenant's work. */
+            job: string | null;
+            job_name: string;
+            /** @description Sub-stage kind: prefill, decode, tool, reward, train, weight_sync, ... */
+            kind: string;
+            bucket: string | null;
+            /** @description 1-based step of the job. */
+            step: number;
+            /** @description Rollout worker; null for pipeline-wide work. */
+            worker: number | null;
+            devices: number[];
+            /**
+             * Format: double
+             * @description Engine seconds.
+             */
+            start_s: number;
+            /**
+             * Format: double
+             * @description Engine seconds (now for a running span).
+             */
+            end_s: number;
+            /**
+             * Format: double
+             * @description Share of each of its devices, 0..1.
+             */
+            share: number;
+            running: boolean;
+        };
+        ClusterStepOutput: {
+            /** @description The caller's job id; null for another tenant's work. */
+            job: string | null;
+            job_name: string;
+            /** @description 1-based step of the job. */
+            step: number;
+            /**
+             * Format: double
+             * @description Engine seconds: its first sub-stage's start.
+             */
+            start_s: number;
+            /**
+             * Format: double
+             * @description Engine seconds: its weight sync's end.
+             */
+            end_s: number;
+            /** @description Tokens the step trained on. */
+            tokens: number;
+            /**
+             * Format: double
+             * @description Training-equivalent FLOPs: 6 x parameters x tokens.
+             */
+            flops: number;
+        };
+        ClusterTimelineOutput: {
+            /**
+             * Format: double
+             * @description The engine's clock.
+             */
+            now_s: number;
+            /** Format: double */
+            since_s: number;
+            device_type: string;
+            num_devices: number;
+            /**
+             * Format: double
+             * @description One device's peak bf16 FLOP/s (for MFU).
+             */
+            peak_flops: number;
+            spans: components["schemas"]["ClusterSpanOutput"][];
+            /** @description Steps finished in the window, oldest first. */
+            steps: components["schemas"]["ClusterStepOutput"][];
+            verl_estimate: components["schemas"]["VerlEstimateOutput"];
         };
         /** @description JSON upload; a multipart upload sends ``file`` (and optionally ``name``) instead. */
         DatasetCreateInput: {
@@ -565,6 +656,9 @@ export interface components {
                 [key: string]: unknown;
             }[];
         };
+        DatasetList: {
+            results: components["schemas"]["DatasetOutput"][];
+        };
         DatasetOutput: {
             name: string;
             /** @description What data.train_files takes: "dataset:<name>". */
@@ -576,6 +670,9 @@ export interface components {
             readonly created_by: string | null;
             /** Format: date-time */
             created_at?: string;
+        };
+        DryRunResultList: {
+            results: components["schemas"]["DryRunResultOutput"][];
         };
         DryRunResultOutput: {
             line: number;
@@ -637,7 +734,18 @@ export interface components {
             readonly tenant: string;
             readonly status: components["schemas"]["StatusEnum"];
             readonly status_reason: string;
-            readonly failure_class: components["schemas"]["FailureClassEnum"];
+            /**
+             * @description Empty unless the job failed.
+             *
+             *     * `validation` - Validation
+             *     * `user_code` - User Code
+             *     * `out_of_memory` - Out Of Memory
+             *     * `system` - System
+             *     * `capacity` - Capacity
+             *     * `quota` - Quota
+             *     * `timeout` - Timeout
+             */
+            readonly failure_class: components["schemas"]["FailureClassEnum"] | components["schemas"]["BlankEnum"];
             readonly queue_position: number | null;
             readonly progress: components["schemas"]["ProgressOutput"];
             readonly num_gpus: number;
@@ -778,6 +886,9 @@ export interface components {
             /** Format: double */
             fair_share_weight?: number;
         };
+        PresetList: {
+            results: components["schemas"]["PresetOutput"][];
+        };
         PresetOutput: {
             name: string;
             title: string;
@@ -850,6 +961,51 @@ export interface components {
             name: string;
             role: string;
         };
+        VerlEstimateOutput: {
+            /**
+             * Format: double
+             * @description verl_s / actual_s: above 1, the cluster did the work faster than verl would.
+             */
+            speedup: number | null;
+            /**
+             * Format: double
+             * @description Engine seconds the window's finished steps took (busy periods).
+             */
+            actual_s: number;
+            /**
+             * Format: double
+             * @description The better of the two verl deployments, estimated.
+             */
+            verl_s: number;
+            /**
+             * Format: double
+             * @description verl with a partition of its own GPUs per job.
+             */
+            verl_dedicated_s: number;
+            /**
+             * Format: double
+             * @description verl running the steps one after another on the whole cluster.
+             */
+            verl_serial_s: number;
+            steps: number;
+            tokens: number;
+            /** @description Why there is no estimate, when there is none. */
+            note: string | null;
+        };
+        ErrorFieldDetail: {
+            /** @description Dotted path ("spec.rollout.n"), a header, or "<body>". */
+            field: string;
+            message: string;
+        };
+        ErrorBody: {
+            /** @description Stable, machine-readable: validation_error, not_found, ... */
+            code: string;
+            message: string;
+            details: components["schemas"]["ErrorFieldDetail"][];
+        };
+        ErrorResponse: {
+            error: components["schemas"]["ErrorBody"];
+        };
     };
     responses: never;
     parameters: never;
@@ -873,7 +1029,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AuditOutput"][];
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -897,6 +1062,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     admin_queue_retrieve: {
@@ -916,6 +1090,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -939,6 +1122,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     admin_tenants_create: {
@@ -951,8 +1143,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TenantCreateInput"];
-                "application/x-www-form-urlencoded": components["schemas"]["TenantCreateInput"];
-                "multipart/form-data": components["schemas"]["TenantCreateInput"];
             };
         };
         responses: {
@@ -964,6 +1154,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -981,8 +1180,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["MemberInput"];
-                "application/x-www-form-urlencoded": components["schemas"]["MemberInput"];
-                "multipart/form-data": components["schemas"]["MemberInput"];
             };
         };
         responses: {
@@ -994,6 +1191,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1016,6 +1222,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
         };
     };
@@ -1040,6 +1255,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     admin_tenants_quota_partial_update: {
@@ -1054,8 +1278,6 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["PatchedQuotaInput"];
-                "application/x-www-form-urlencoded": components["schemas"]["PatchedQuotaInput"];
-                "multipart/form-data": components["schemas"]["PatchedQuotaInput"];
             };
         };
         responses: {
@@ -1067,6 +1289,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1090,6 +1321,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     api_keys_list: {
@@ -1106,7 +1346,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ApiKeyOutput"][];
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1121,8 +1370,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ApiKeyCreateInput"];
-                "application/x-www-form-urlencoded": components["schemas"]["ApiKeyCreateInput"];
-                "multipart/form-data": components["schemas"]["ApiKeyCreateInput"];
             };
         };
         responses: {
@@ -1134,6 +1381,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1156,6 +1412,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     cluster_timeline_retrieve: {
@@ -1175,9 +1440,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["ClusterTimelineOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1196,7 +1468,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DatasetOutput"][];
+                    "application/json": components["schemas"]["DatasetList"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1224,6 +1505,15 @@ export interface operations {
                     "application/json": components["schemas"]["DatasetOutput"];
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     datasets_retrieve: {
@@ -1243,6 +1533,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DatasetDetailOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1265,6 +1564,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     graders_dry_run_create: {
@@ -1277,8 +1585,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["GraderDryRunInput"];
-                "application/x-www-form-urlencoded": components["schemas"]["GraderDryRunInput"];
-                "multipart/form-data": components["schemas"]["GraderDryRunInput"];
             };
         };
         responses: {
@@ -1287,7 +1593,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["DryRunResultOutput"][];
+                    "application/json": components["schemas"]["DryRunResultList"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1314,6 +1629,15 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedJobOutputList"];
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     jobs_create: {
@@ -1328,8 +1652,6 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["JobCreateInput"];
-                "application/x-www-form-urlencoded": components["schemas"]["JobCreateInput"];
-                "multipart/form-data": components["schemas"]["JobCreateInput"];
             };
         };
         responses: {
@@ -1339,6 +1661,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1362,6 +1693,15 @@ export interface operations {
                     "application/json": components["schemas"]["JobOutput"];
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     jobs_partial_update: {
@@ -1376,8 +1716,6 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["PatchedJobPatchInput"];
-                "application/x-www-form-urlencoded": components["schemas"]["PatchedJobPatchInput"];
-                "multipart/form-data": components["schemas"]["PatchedJobPatchInput"];
             };
         };
         responses: {
@@ -1387,6 +1725,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1408,6 +1755,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1436,6 +1792,15 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedCheckpointOutputList"];
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     jobs_clone_create: {
@@ -1450,8 +1815,6 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": components["schemas"]["JobCloneInput"];
-                "application/x-www-form-urlencoded": components["schemas"]["JobCloneInput"];
-                "multipart/form-data": components["schemas"]["JobCloneInput"];
             };
         };
         responses: {
@@ -1461,6 +1824,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1491,6 +1863,15 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedJobEventOutputList"];
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     jobs_events_stream_retrieve: {
@@ -1519,6 +1900,15 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     jobs_logs_retrieve: {
@@ -1541,6 +1931,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LogsOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1571,6 +1970,15 @@ export interface operations {
                     "text/csv": string;
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     jobs_pause_create: {
@@ -1592,6 +2000,15 @@ export interface operations {
                     "application/json": components["schemas"]["JobOutput"];
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     jobs_resume_create: {
@@ -1611,6 +2028,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1641,6 +2067,15 @@ export interface operations {
                     "application/json": components["schemas"]["PaginatedSampleOutputList"];
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     me_retrieve: {
@@ -1660,6 +2095,15 @@ export interface operations {
                     "application/json": components["schemas"]["MeOutput"];
                 };
             };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     presets_list: {
@@ -1676,7 +2120,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PresetOutput"][];
+                    "application/json": components["schemas"]["PresetList"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1698,6 +2151,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };
@@ -1724,6 +2186,15 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };

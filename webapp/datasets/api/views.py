@@ -9,11 +9,13 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.api_parsers import StrictJSONParser
+from webapp.api_schema import results_of
 from webapp.datasets import selectors, services
 from webapp.datasets.api.serializers import (
     DatasetCreateInput,
@@ -41,9 +43,15 @@ class DatasetListView(APIView):
     """The tenant's datasets; POST uploads one (every row checked; 400 lists bad lines)."""
 
     permission_classes = [TenantScoped]
-    parser_classes = [JSONParser, MultiPartParser, FormParser]
+    parser_classes = [StrictJSONParser, MultiPartParser, FormParser]
 
-    @extend_schema(responses=DatasetOutput(many=True))
+    @staticmethod
+    def max_body_bytes() -> int:
+        """The request size webapp.request_limits allows here (413 past it, before parsing):
+        a whole dataset, JSON-escaped at worst to twice its size, and the envelope."""
+        return services.max_bytes() * 2 + UPLOAD_OVERHEAD_BYTES
+
+    @extend_schema(operation_id="datasets_list", responses=results_of("DatasetList", DatasetOutput(many=True)))
     def get(self, request: Request) -> Response:
         tenant, _, _ = resolve_tenant(request)
         return Response({"results": DatasetOutput(selectors.datasets_for_tenant(tenant=tenant), many=True).data})
@@ -51,9 +59,6 @@ class DatasetListView(APIView):
     @extend_schema(request=DatasetCreateInput, responses={201: DatasetOutput})
     def post(self, request: Request) -> Response:
         tenant, _, _ = resolve_tenant(request)
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-        if length > services.max_bytes() * 2 + UPLOAD_OVERHEAD_BYTES:
-            raise services.too_large()
         upload = request.FILES.get("file") if request.content_type.startswith("multipart/") else None
         if upload is not None:
             name = str(request.data.get("name") or services.name_from_filename(upload.name or ""))
@@ -93,7 +98,7 @@ class GraderDryRunView(APIView):
 
     permission_classes = [TenantScoped]
 
-    @extend_schema(request=GraderDryRunInput, responses=DryRunResultOutput(many=True))
+    @extend_schema(request=GraderDryRunInput, responses=results_of("DryRunResultList", DryRunResultOutput(many=True)))
     def post(self, request: Request) -> Response:
         tenant, _, _ = resolve_tenant(request)
         body = GraderDryRunInput(data=request.data)

@@ -20,7 +20,9 @@ from rest_framework.views import APIView
 from tenants.models import ApiToken, Quota, Role, Scope
 from tenants.services import api_token_create, api_token_revoke, quota_as_dict
 from webapp import engine_gateway
+from webapp.api_schema import results_of
 from webapp.jobs.admission import holding_jobs
+from webapp.jobs.api.serializers import ClusterTimelineOutput
 from webapp.jobs.models import Job, JobStatus
 from webapp.jobs.usage import month_gpu_hours, month_start, usage_summary
 from webapp.tenancy import TenantScoped, resolve_tenant
@@ -151,7 +153,7 @@ class ApiKeyListView(APIView):
 
     permission_classes = [TenantScoped]
 
-    @extend_schema(responses=ApiKeyOutput(many=True))
+    @extend_schema(operation_id="api_keys_list", responses=results_of("ApiKeyList", ApiKeyOutput(many=True)))
     def get(self, request: Request) -> Response:
         tenant, role, scopes = resolve_tenant(request)
         tokens = ApiToken.objects.filter(tenant=tenant).select_related("user").order_by("-created_at")
@@ -204,7 +206,7 @@ class ClusterTimelineView(APIView):
         parameters=[
             OpenApiParameter("window_s", OpenApiTypes.NUMBER, description="Engine seconds back (default 600).")
         ],
-        responses=OpenApiTypes.OBJECT,
+        responses=ClusterTimelineOutput,
     )
     def get(self, request: Request) -> Response:
         tenant, _, _ = resolve_tenant(request)
@@ -216,13 +218,13 @@ class ClusterTimelineView(APIView):
         if not 1.0 <= window_s <= 86_400.0:
             raise ValidationError({"window_s": [f"must be between 1 and 86400, got {window_s:g}"]})
         timeline = engine_gateway.cluster_timeline(window_s=window_s)
-        ids = {s["pipeline_id"] for s in timeline["spans"]}
+        ids = {s["pipeline_id"] for s in [*timeline["spans"], *timeline["steps"]]}
         own = dict(Job.objects.filter(tenant=tenant, pk__in=_uuids(ids)).values_list("pk", "name"))
         names = {str(pk): name for pk, name in own.items()}
-        for span in timeline["spans"]:
-            pid = span.pop("pipeline_id")
-            span["job"] = pid if pid in names else None
-            span["job_name"] = names.get(pid, "another tenant's job")
+        for item in [*timeline["spans"], *timeline["steps"]]:
+            pid = item.pop("pipeline_id")
+            item["job"] = pid if pid in names else None
+            item["job_name"] = names.get(pid, "another tenant's job")
         return Response(timeline)
 
 

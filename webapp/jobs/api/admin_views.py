@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 from tenants.models import ApiToken, AuditLog, BudgetAction, Role, Tenant
 from tenants.services import membership_add, membership_remove, quota_update, tenant_create
 from webapp import engine_gateway
+from webapp.api_schema import results_of
 from webapp.jobs.admission import capacity_summary, queue_summary
 from webapp.jobs.api.account_views import parse_day, quota_reports, tenant_quota_report
 from webapp.jobs.models import UsageRecord
@@ -203,7 +204,7 @@ class AdminClusterView(APIView):
 
 class AuditOutput(serializers.ModelSerializer):
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    actor = serializers.CharField(source="actor.username", default=None)
+    actor = serializers.CharField(source="actor.username", default=None, allow_null=True)  # None: the system
 
     class Meta:
         model = AuditLog
@@ -218,7 +219,9 @@ class AuditPagination(CursorPagination):
 class AdminAuditView(APIView):
     permission_classes = [IsClusterAdmin]
 
-    @extend_schema(responses=AuditOutput(many=True))
+    @extend_schema(
+        operation_id="admin_audit_list", responses=results_of("AuditPage", AuditOutput(many=True), paged=True)
+    )
     def get(self, request: Request) -> Response:
         rows = AuditLog.objects.select_related("tenant", "actor")
         tenant = request.query_params.get("tenant")

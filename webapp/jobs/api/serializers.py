@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from webapp.jobs.models import Job, JobEvent, JobStatus
+from webapp.jobs.models import FailureClass, Job, JobEvent, JobStatus
 from webapp.jobs.selectors import queue_position
 
 
@@ -75,6 +75,10 @@ class ProgressOutput(serializers.Serializer):
 
 class JobOutput(serializers.ModelSerializer):
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    # Declared: a read-only model field loses allow_blank, and the schema would refuse "".
+    failure_class = serializers.ChoiceField(
+        choices=FailureClass.choices, allow_blank=True, read_only=True, help_text="Empty unless the job failed."
+    )
     queue_position = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
 
@@ -147,3 +151,51 @@ class MeOutput(serializers.Serializer):
     username = serializers.CharField()
     is_staff = serializers.BooleanField()
     tenants = TenantMembershipOutput(many=True)
+
+
+class ClusterSpanOutput(serializers.Serializer):
+    job = serializers.CharField(allow_null=True, help_text="The caller's job id; null for another tenant's work.")
+    job_name = serializers.CharField()
+    kind = serializers.CharField(help_text="Sub-stage kind: prefill, decode, tool, reward, train, weight_sync, ...")
+    bucket = serializers.CharField(allow_null=True)
+    step = serializers.IntegerField(help_text="1-based step of the job.")
+    worker = serializers.IntegerField(allow_null=True, help_text="Rollout worker; null for pipeline-wide work.")
+    devices = serializers.ListField(child=serializers.IntegerField())
+    start_s = serializers.FloatField(help_text="Engine seconds.")
+    end_s = serializers.FloatField(help_text="Engine seconds (now for a running span).")
+    share = serializers.FloatField(help_text="Share of each of its devices, 0..1.")
+    running = serializers.BooleanField()
+
+
+class ClusterStepOutput(serializers.Serializer):
+    job = serializers.CharField(allow_null=True, help_text="The caller's job id; null for another tenant's work.")
+    job_name = serializers.CharField()
+    step = serializers.IntegerField(help_text="1-based step of the job.")
+    start_s = serializers.FloatField(help_text="Engine seconds: its first sub-stage's start.")
+    end_s = serializers.FloatField(help_text="Engine seconds: its weight sync's end.")
+    tokens = serializers.IntegerField(help_text="Tokens the step trained on.")
+    flops = serializers.FloatField(help_text="Training-equivalent FLOPs: 6 x parameters x tokens.")
+
+
+class VerlEstimateOutput(serializers.Serializer):
+    speedup = serializers.FloatField(
+        allow_null=True, help_text="verl_s / actual_s: above 1, the cluster did the work faster than verl would."
+    )
+    actual_s = serializers.FloatField(help_text="Engine seconds the window's finished steps took (busy periods).")
+    verl_s = serializers.FloatField(help_text="The better of the two verl deployments, estimated.")
+    verl_dedicated_s = serializers.FloatField(help_text="verl with a partition of its own GPUs per job.")
+    verl_serial_s = serializers.FloatField(help_text="verl running the steps one after another on the whole cluster.")
+    steps = serializers.IntegerField()
+    tokens = serializers.IntegerField()
+    note = serializers.CharField(allow_null=True, help_text="Why there is no estimate, when there is none.")
+
+
+class ClusterTimelineOutput(serializers.Serializer):
+    now_s = serializers.FloatField(help_text="The engine's clock.")
+    since_s = serializers.FloatField()
+    device_type = serializers.CharField()
+    num_devices = serializers.IntegerField()
+    peak_flops = serializers.FloatField(help_text="One device's peak bf16 FLOP/s (for MFU).")
+    spans = ClusterSpanOutput(many=True)
+    steps = ClusterStepOutput(many=True, help_text="Steps finished in the window, oldest first.")
+    verl_estimate = VerlEstimateOutput()

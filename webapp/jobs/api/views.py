@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from tenants.selectors import tenants_for_user
 from webapp import engine_gateway
 from webapp.api_errors import error_body
+from webapp.api_schema import results_of
 from webapp.jobs import idempotency, selectors, services
 from webapp.jobs.api.renderers import CSVRenderer, metrics_csv
 from webapp.jobs.api.serializers import (
@@ -272,6 +273,6 @@ class MeView(APIView):
 class PresetsView(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses=PresetOutput(many=True))
+    @extend_schema(operation_id="presets_list", responses=results_of("PresetList", PresetOutput(many=True)))
     def get(self, request: Request) -> Response:
         return Response({"results": engine_gateway.list_presets()})
