@@ -3,7 +3,8 @@
     T_LB(N) = max( sum_p work_p / N , max_p critical_path_p )
 
 ``work_p`` is the ideal GPU-seconds a pipeline's sampled steps need (decode at the largest batch
-that fits one rollout worker's KV cache, prefill, log-prob forwards, training): no schedule on
+that fits one rollout worker's KV cache, and for a sync step in no fewer iterations than its
+longest sequence has tokens; prefill, log-prob forwards, training): no schedule on
 ``N`` devices can finish sooner than the total spread perfectly over them. ``critical_path_p``
 is the chain of work that cannot be parallelised away however many devices there are: the
 slowest sequence decoded alone, its tool waits, training on the pipeline's own GPU count and the
@@ -19,6 +20,7 @@ Work and paths are in seconds; GPU-seconds (``*_gpu_s``) are seconds of one devi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -64,7 +66,8 @@ class PipelineWork:
     """Actor update, plus for PPO the critic's values forward and update, GPU-seconds."""
     decode_batch: int
     """Batch the decode was charged at: the most sequences at the mean context that fit one
-    rollout worker's KV cache, and no more than can be in flight at once."""
+    rollout worker's KV cache, and no more than can be in flight at once; for a sync pipeline
+    no more than its tokens over its longest sequence's (it needs that many iterations)."""
     rollout_path_s: float
     """Slowest single sequence: its prefills, its decode at batch 1, its tool waits and its own
     log-prob forward on the pipeline's GPUs; seconds of wall time."""
@@ -168,6 +171,19 @@ def pipeline_work(cost: RooflineCostModel, spec: PipelineSpec, plans: Sequence[S
         in_flight = len(plans) * (1 + spec.staleness)  # sync: one step's sequences at a time
         decode_batch = max(1, min(fits, in_flight))
         iterations = decode_tokens / decode_batch
+        if spec.staleness == 0:
+            # A sequence gains one token per iteration, wherever it runs (migrated or not), so a
+            # step needs at least as many iterations as its longest sequence has tokens; in a
+            # sync pipeline no other step's sequences share them. An iteration's cost is convex
+            # in its batch (the KV term, linear in the context summed over tokens, is the same
+            # however they are batched), so for I iterations equal batches T / I are cheapest,
+            # and I * t(T / I) grows with I (t(0) > 0): I = max(T / B, longest) is the cheapest
+            # count any schedule can reach. The batch is rounded up (fewer, fuller iterations):
+            # cheaper still, so the bound stays valid.
+            longest = max(sum(p.turn_tokens) for p in plans)
+            if longest > iterations:
+                decode_batch = min(decode_batch, math.ceil(decode_tokens / longest))
+                iterations = decode_tokens / decode_batch
         per_iteration_s = cost.decode_iteration_s(
             model, batch=decode_batch, context_tokens=decode_batch * mean_context, tp=tp
         )

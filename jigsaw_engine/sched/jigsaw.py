@@ -18,8 +18,11 @@ ablations:
 - **resize** (``resize``): each step's data-parallel width is chosen when its graph is built.
 - **look-ahead** (``lookahead``): a loan is made only if the borrowed chain, rolled forward on
   its predicted durations, ends before the owner's rollout does (when the owner's training
-  will want its home back); homes are resized in proportion to projected remaining work so
-  pipelines finish together; pipelines are ranked by projected remaining time over priority.
+  will want its home back); homes are resized to bring in the latest projected completion
+  (:mod:`jigsaw_engine.sched.projection`: each pipeline's steps profiled as a serial rollout
+  plus data-parallel training, devices handed to whichever is projected to end last, a sync
+  home shrinking for it only within ``max_slowdown`` of its own step time and only for a
+  real gain); pipelines are ranked by projected remaining time over priority.
   Without it (``greedy``): every idle device is lent, homes grow in proportion to what was
   asked for, and pipelines go in arrival order.
 
@@ -38,6 +41,7 @@ from jigsaw_engine.cost.interference import InterferenceTable, load_interference
 from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
 from jigsaw_engine.runtime.protocol import Task
+from jigsaw_engine.sched.projection import Demand, StepProfile, balanced_widths, fair_floor
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode
@@ -48,6 +52,15 @@ rollout beside its tail, long-tail migration."""
 EPS = 1e-9
 MEMORY_FRACTION = 0.9
 """Share of device memory sub-stages may fill together (the rest: allocator slack, buffers)."""
+
+PROFILE_ALPHA = 0.5
+"""Weight of the newest step in a pipeline's step profile (look-ahead resize)."""
+MAX_RESIZE_FACTOR = 2
+"""A look-ahead resize at most doubles or halves a home per step: the step profile is measured
+at one width, and a rollout on far fewer workers is slower than the profile says."""
+MIN_SHRINK_GAIN = 0.05
+"""A look-ahead resize shrinks a home only if that brings the latest projected completion in
+by at least this fraction."""
 
 ChainKey = tuple[str, int, int | None]
 """(pipeline, step, worker): a rollout worker's chain, or (worker None) a step's training chain."""
@@ -67,6 +80,9 @@ class JigsawOptions:
     """Multiplex rollout sub-stages only (idle devices lent to rollout workers): training chains
     stay on their home, never widened nor beside a tail."""
     tail_share: float = 0.3
+    max_slowdown: float = 1.5
+    """Look-ahead resize: a pipeline gives devices to one projected to finish later only while
+    its own projected step time stays within this factor of its time on what it asked for."""
 
 
 def _is_tail(node: SubStage) -> bool:
@@ -99,6 +115,12 @@ class JigsawScheduler:
         self._widened: dict[ChainKey, bool] = {}
         self._rollout_part: dict[str, int] = {}
         """Disaggregated pipelines (async, with ``rollout_gpus``): devices of the home that generate."""
+        self._step_start: dict[tuple[str, int], float] = {}
+        """When each open step's first rollout sub-stage started."""
+        self._step_began: dict[str, tuple[int, float]] = {}
+        """(step, time) each pipeline's newest step began generating."""
+        self._profile: dict[str, StepProfile] = {}
+        """Each pipeline's observed steps, smoothed (the look-ahead resize's projection)."""
 
     # -- admission and resizing --------------------------------------------------------
     def admit(self, view: ClusterView, specs: Mapping[str, PipelineSpec]) -> list[str]:
@@ -120,14 +142,22 @@ class JigsawScheduler:
 
     def resources_for_step(self, view: ClusterView, pipeline_id: str, step: int) -> ResourceSpec:
         """The step's width: the home, grown from devices nobody owns when resizing, and back to
-        what was asked for while another pipeline waits for admission."""
+        what was asked for while another pipeline waits for admission. With look-ahead a home
+        may also shrink, to hand devices to the pipeline projected to finish last."""
         asked = view.specs[pipeline_id].resources
         home = self._home[pipeline_id]
         if view.queued and len(home) > asked.num_gpus:
             home = self._home[pipeline_id] = home[: asked.num_gpus]
         elif self.options.resize and not view.queued and pipeline_id in view.recent_step_s:
             # Grow from the second step on: a pipeline arriving meanwhile finds devices at once.
-            target = self._target_width(view, pipeline_id)
+            target = self._target_width(view, pipeline_id, step)
+            if self.options.lookahead and pipeline_id in self._profile:
+                low = max(_min_width(asked), len(home) // MAX_RESIZE_FACTOR // asked.tp * asked.tp)
+                target = min(max(target, low), MAX_RESIZE_FACTOR * len(home))
+                # Only a sync pipeline shrinks: it is between steps now. An async one may have an
+                # earlier step still to train on the devices it was built for.
+                if target < len(home) and view.specs[pipeline_id].mode is SyncMode.SYNC:
+                    home = self._home[pipeline_id] = home[:target]
             spare = self._unowned(view.num_devices)
             grow = max(0, min(target - len(home), len(spare)))
             grow -= (len(home) + grow) % asked.tp
@@ -143,10 +173,13 @@ class JigsawScheduler:
         self._rollout_part[pipeline_id] = rollout
         return ResourceSpec(num_gpus=width, tp=asked.tp, rollout_gpus=rollout)
 
-    def _target_width(self, view: ClusterView, pipeline_id: str) -> int:
-        """Lookahead: a share of the cluster in proportion to projected remaining work (steps
-        left x recent step latency x width), so pipelines finish together. Greedy: in
-        proportion to what each asked for."""
+    def _target_width(self, view: ClusterView, pipeline_id: str, step: int) -> int:
+        """Lookahead, a pipeline whose last step was observed: the width that brings in the
+        latest projected completion (:func:`balanced_widths`). Lookahead otherwise: a share of
+        the cluster in proportion to projected remaining work (steps left x recent step latency
+        x width). Greedy: in proportion to what each asked for."""
+        if self.options.lookahead and pipeline_id in self._profile:
+            return self._balanced(view, pipeline_id, step)
 
         def remaining(pid: str) -> float:
             done, total = view.progress.get(pid, (0, 1))
@@ -158,6 +191,75 @@ class JigsawScheduler:
         work = {pid: remaining(pid) for pid in view.specs}
         return math.floor(view.num_devices * work[pipeline_id] / (sum(work.values()) or 1.0))
 
+    def _balanced(self, view: ClusterView, pipeline_id: str, step: int) -> int:
+        demands: dict[str, Demand] = {}
+        for pid, spec in view.specs.items():
+            done, total = view.progress.get(pid, (0, spec.total_steps))
+            asked, profile = spec.resources, self._profile.get(pid)
+            floor = _min_width(asked)
+            steps_left = float(total - (step if pid == pipeline_id else done))
+            if profile is not None:
+                floor = max(floor, fair_floor(profile, asked.num_gpus, asked.tp, self.options.max_slowdown))
+                began = self._step_began.get(pid)
+                if pid != pipeline_id and began is not None and began[0] == done:
+                    # Part of its current step is behind it (never counted as all of it: it may run late).
+                    elapsed = (view.now_s - began[1]) / profile.step_s(len(self._home[pid]))
+                    steps_left -= min(0.9, elapsed)
+            demands[pid] = Demand(
+                steps_left=steps_left,
+                profile=profile,
+                width=len(self._home[pid]),
+                floor=floor,
+                tp=asked.tp,
+                priority=spec.priority,
+            )
+        widths = balanced_widths(demands, view.num_devices)
+        home = len(self._home[pipeline_id])
+        if widths[pipeline_id] >= home:
+            return widths[pipeline_id]
+
+        def latest(w: Mapping[str, int]) -> float:
+            return max(d.remaining_s(w[pid]) for pid, d in demands.items())
+
+        # Shrink only for a real gain: moving devices between pipelines projected to end about
+        # together only trades one's noise for the other's (and costs context switches).
+        now = {pid: d.width for pid, d in demands.items()}
+        return widths[pipeline_id] if latest(widths) < (1 - MIN_SHRINK_GAIN) * latest(now) else home
+
+    def _observe(self, view: ClusterView) -> None:
+        """Profile each pipeline's step as its training becomes ready: the rollout's wall time
+        so far plus the weight sync are serial, the training chain's device-seconds scale."""
+        now = view.now_s
+        stale = [k for k in self._step_start if k[1] < view.progress.get(k[0], (0, 0))[0]]
+        for key in stale:  # steps trained already (an async worker may start one after its training)
+            del self._step_start[key]
+        for stage in view.ready:
+            pid, node = stage.pipeline_id, stage.node
+            if node.worker is not None or node.devices == 0 or (pid, node.step, None) in self._chains:
+                continue
+            started = self._step_start.pop((pid, node.step), None)
+            if started is None:
+                continue
+            spec = view.specs[pid]
+            sync_s = self._cost.weight_sync_s(spec.model)
+            # Per device of the whole home: a disaggregated home trains on its training part only.
+            home = len(self._home[pid])
+            per_home = home / max(1, home - self._rollout_part.get(pid, 0))
+            lag = spec.staleness if spec.mode is SyncMode.ASYNC else 0
+            seen = StepProfile(
+                now - started + sync_s, max(0.0, stage.chain_s - sync_s) * node.devices * per_home, lag, sync_s
+            )
+            last = self._profile.get(pid)
+            if last is not None:  # one step's sampling noise averaged out, as the graph predictor does
+                a = PROFILE_ALPHA
+                seen = StepProfile(
+                    a * seen.serial_s + (1 - a) * last.serial_s,
+                    a * seen.scalable_gpu_s + (1 - a) * last.scalable_gpu_s,
+                    lag,
+                    sync_s,
+                )
+            self._profile[pid] = seen
+
     # -- placement ---------------------------------------------------------------------
     def decide(self, view: ClusterView) -> list[Task]:
         load = dict(view.device_load)
@@ -167,6 +269,8 @@ class JigsawScheduler:
                 on_device.setdefault(d, []).append(task)
         owner = {d: pid for pid, home in self._home.items() for d in home}
         self._forget_finished_chains(view)
+        if self.options.lookahead and self.options.resize:
+            self._observe(view)
         tasks: list[Task] = []
         for stage in self._order(view):
             pid, node = stage.pipeline_id, stage.node
@@ -186,6 +290,10 @@ class JigsawScheduler:
             for d in devices:
                 load[d] = load.get(d, 0.0) + share
                 on_device.setdefault(d, []).append(task)
+            if node.worker is not None and (pid, node.step) not in self._step_start:
+                self._step_start[(pid, node.step)] = view.now_s
+                if self._step_began.get(pid, (-1, 0.0))[0] < node.step:
+                    self._step_began[pid] = (node.step, view.now_s)
             tasks.append(task)
         if self.options.widen and not self.options.rollout_only:
             tasks = [self._widen(view, t, load, owner, on_device) for t in tasks]
@@ -308,6 +416,9 @@ class JigsawScheduler:
             pids.discard(pipeline_id)
         self._home.pop(pipeline_id, None)
         self._rollout_part.pop(pipeline_id, None)
+        self._profile.pop(pipeline_id, None)
+        self._step_began.pop(pipeline_id, None)
+        self._step_start = {k: v for k, v in self._step_start.items() if k[0] != pipeline_id}
 
     def _forget_finished_chains(self, view: ClusterView) -> None:
         live = {(s.pipeline_id, s.node.step) for s in view.ready} | {(t.pipeline_id, t.node.step) for t in view.running}
@@ -499,6 +610,12 @@ class JigsawScheduler:
         if not cold:
             return 0.0
         return self._cost.context_switch_s(spec.model, num_gpus=len(devices), training=node.worker is None)
+
+
+def _min_width(asked: ResourceSpec) -> int:
+    """Fewest devices a home may shrink to: one rollout worker, and for a disaggregated
+    pipeline a training part beside it."""
+    return asked.tp if asked.rollout_gpus is None else 2 * asked.tp
 
 
 def _ready_chain_s(view: ClusterView, task: Task) -> float:

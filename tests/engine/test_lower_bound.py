@@ -9,6 +9,7 @@ import pytest
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.lower_bound import PipelineWork, chain_s, lower_bound, pipeline_work, roofline_device
+from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import MODEL_CATALOGUE, PipelineSpec, parse_pipeline_spec
@@ -209,3 +210,28 @@ def test_async_pipeline_has_a_shorter_path_than_sync() -> None:
 def test_rejects_no_devices() -> None:
     with pytest.raises(ValueError, match="num_devices must be >= 1"):
         lower_bound(make_cost(), [], 0)
+
+
+def test_a_sync_step_needs_as_many_decode_iterations_as_its_longest_sequence() -> None:
+    # Qwen2.5-1.5B, sync. One 100-token response and three 10-token ones (10-token prompts):
+    # 130 tokens. Four fit at once, so batches of 4 would need 32.5 iterations; but the long
+    # sequence gains one token per iteration, so any schedule runs at least 100 iterations.
+    # The cheapest 100 carry 1.3 tokens each; rounded up to 2 (fewer, fuller iterations: still
+    # a bound), 65 iterations of t(2, 2 x mean context). The KV term is the same either way
+    # (linear in the context summed over tokens). An async step's iterations may be shared with
+    # the next step's sequences, so it keeps the full-batch charge.
+    cost, model = make_cost(), MODEL_CATALOGUE["qwen2.5-1.5b"]
+    plans = [SequencePlan(10, (100,), (), 0)] + [SequencePlan(10, (10,), (), 0)] * 3
+    contexts = sum(10 * n + n * (n - 1) / 2 for n in (100, 10, 10, 10))  # context per token, summed
+    mean_context = contexts / 130
+    sync = pipeline_work(cost, spec_of(make_spec()), plans)
+    assert sync.decode_batch == 2
+    expected = 65 * cost.decode_iteration_s(model, batch=2, context_tokens=2 * mean_context)
+    assert sync.decode_gpu_s == pytest.approx(expected, rel=1e-12)
+    stale = pipeline_work(cost, spec_of(make_spec(mode="async", staleness=1)), plans)
+    assert stale.decode_batch == 8  # two steps' sequences in flight
+    assert stale.decode_gpu_s == pytest.approx(
+        130 / 8 * cost.decode_iteration_s(model, batch=8, context_tokens=8 * mean_context), rel=1e-12
+    )
+    # Still below what a real worker does: it decodes the same four at batch 4, then 1.
+    assert sync.decode_gpu_s <= simulate_worker(cost, model, plans).decode_s
