@@ -13,6 +13,7 @@ from jigsaw_engine.contracts import EngineHost
 from jigsaw_engine.control.local_engine import LocalEngine
 from jigsaw_engine.envs.dataset_check import DatasetCheck, DatasetRow, check_dataset_text
 from jigsaw_engine.errors import FieldError, JigsawError, SpecError
+from jigsaw_engine.failpoints import failpoint
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster, parse_cluster_spec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS
@@ -26,6 +27,7 @@ __all__ = [
     "SpecError",
     "check_dataset_text",
     "connect_ray_engine",
+    "failpoint",
     "list_presets",
     "resolve_spec",
     "start_local_engine",

@@ -74,6 +74,12 @@ class BudgetAction(models.TextChoices):
     PAUSE = "pause", "pause running jobs and block new ones"
 
 
+QUOTA_DECISIONS_LOCK_KEY = 0x4A5247_01
+"""Postgres advisory lock held by an admission pass and by a quota edit: passes read quotas
+without row locks (a submit, which locks its tenant's quota row, never waits for a pass), and
+an edit cannot land in the middle of one."""
+
+
 class Quota(models.Model):
     """What a tenant may use. GPU counts are per device type (``{"h100": 8}``): a guarantee on
     one type says nothing about another."""

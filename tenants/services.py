@@ -10,10 +10,10 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
-from tenants.models import ApiToken, AuditLog, Membership, Quota, Role, Scope, Tenant
+from tenants.models import QUOTA_DECISIONS_LOCK_KEY, ApiToken, AuditLog, Membership, Quota, Role, Scope, Tenant
 
 TOKEN_PREFIX = "jrl"
 ALL_SCOPES = [s.value for s in Scope]
@@ -132,8 +132,11 @@ def quota_as_dict(quota: Quota) -> dict[str, Any]:
 
 @transaction.atomic
 def quota_update(*, tenant: Tenant, changes: dict[str, Any], actor: Any) -> Quota:
-    """Apply validated ``changes`` under the quota's row lock (admission holds it while it
-    decides) and audit what changed from what to what."""
+    """Apply validated ``changes`` between admission passes (under their advisory lock) and
+    under the quota's row lock (submits check it), and audit what changed from what to what."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [QUOTA_DECISIONS_LOCK_KEY])
     quota, _ = Quota.objects.select_for_update().get_or_create(tenant=tenant)
     before = quota_as_dict(quota)
     for name, value in changes.items():

@@ -27,6 +27,7 @@ __all__ = [
     "cluster_timeline",
     "describe_engine",
     "engine_host",
+    "failpoint",
     "list_presets",
     "pause_pipeline",
     "pipeline_states",
@@ -36,6 +37,9 @@ __all__ = [
     "submit_pipeline",
     "validate_spec",
 ]
+
+failpoint = engine_api.failpoint
+"""Where a fault-injection run may stop a control-plane process (see ``jigsaw_engine.failpoints``)."""
 
 _host: EngineHost | None = None
 _host_lock = threading.Lock()

@@ -44,6 +44,8 @@ class TaskFinished:
     mean_share: float | None = None
     """Share of its devices it used on average (elastic tasks use more than they reserve);
     None: its reserved share."""
+    error: str | None = None
+    """Why a real sub-stage failed (its pipeline fails with it); None: it completed."""
 
 
 class Runtime(Protocol):

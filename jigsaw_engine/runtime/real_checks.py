@@ -11,8 +11,10 @@ REAL_WORKLOADS = ("gsm8k", "math", "aime_refine", "search")
 """Workloads with a real environment: arithmetic (gsm8k, math), self-refinement, retrieval QA."""
 
 
-def check_real_spec(spec: PipelineSpec, *, path: str = "") -> list[FieldError]:
-    """What stops ``spec`` from running for real here; empty when it can."""
+def check_real_spec(spec: PipelineSpec, *, path: str = "", allow_start_step: bool = False) -> list[FieldError]:
+    """What stops ``spec`` from running for real here; empty when it can. ``allow_start_step``:
+    the engine itself resuming a job it lost (an engine restart) from the job's own checkpoint;
+    a user's spec may not name one."""
     prefix = f"{path}." if path else ""
     errors = []
     if spec.model.name not in TINY_PRESETS:
@@ -33,7 +35,7 @@ def check_real_spec(spec: PipelineSpec, *, path: str = "") -> list[FieldError]:
         errors.append(FieldError(f"{prefix}mode", "real runs are synchronous for now; set mode: sync"))
     if spec.resources.tp != 1:
         errors.append(FieldError(f"{prefix}resources.tp", f"tiny models run with tp 1, got {spec.resources.tp}"))
-    if spec.start_step:
+    if spec.start_step and not allow_start_step:
         errors.append(
             FieldError(
                 f"{prefix}trainer.start_step",

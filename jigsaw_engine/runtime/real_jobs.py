@@ -85,9 +85,12 @@ def _estimator(algorithm: Algorithm) -> AdvantageEstimator:
     return "grpo"
 
 
-def build_real_pipeline(spec: PipelineSpec, *, train_parts: int, options: RealJobOptions | None = None) -> RealPipeline:
-    """A warmed-up tiny policy, one torch rollout engine per data-parallel worker, the job."""
-    problems = check_real_spec(spec)
+def build_real_pipeline(
+    spec: PipelineSpec, *, train_parts: int, options: RealJobOptions | None = None, start_step: int | None = None
+) -> RealPipeline:
+    """A warmed-up tiny policy, one torch rollout engine per data-parallel worker, the job;
+    ``start_step`` as :class:`RealPipeline` takes it (the service passes the spec's)."""
+    problems = check_real_spec(spec, allow_start_step=start_step is not None)
     if problems:
         raise SpecError(problems)
     options = options or RealJobOptions()
@@ -124,7 +127,7 @@ def build_real_pipeline(spec: PipelineSpec, *, train_parts: int, options: RealJo
     )
     engines = _rollout_engines(model, tokenizer, spec.resources.dp, options)
     job = RLJob(model=model, tokenizer=tokenizer, env=env, engines=engines, config=config)
-    return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir)
+    return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir, start_step=start_step)
 
 
 def _rollout_engines(

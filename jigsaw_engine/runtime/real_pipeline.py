@@ -37,13 +37,24 @@ class NodeReport:
 class RealPipeline:
     """Runs the nodes the controller starts, in the order its dependencies allow."""
 
-    def __init__(self, job: RLJob, *, train_parts: int, checkpoint_dir: Path | None = None) -> None:
+    def __init__(
+        self, job: RLJob, *, train_parts: int, checkpoint_dir: Path | None = None, start_step: int | None = None
+    ) -> None:
+        """``start_step`` None resumes after the latest checkpoint (a job run step by step);
+        a number resumes after exactly that step, 0 starts afresh: the controller, which
+        counts the steps, decides (after an engine restart it resumes from what the control
+        plane recorded, which may lag the latest checkpoint)."""
         if train_parts < 1:
             raise ValueError(f"train_parts: must be >= 1, got {train_parts}")
         self.job = job
         self._checkpoint_dir = checkpoint_dir
         self.resumed_at_step = 0
-        if checkpoint_dir is not None and job.restore_checkpoint(checkpoint_dir):
+        if start_step:
+            if checkpoint_dir is None:
+                raise ValueError(f"cannot resume after step {start_step}: this engine keeps no real checkpoints")
+            job.restore_checkpoint(checkpoint_dir, start_step)
+            self.resumed_at_step = job.step
+        elif start_step is None and checkpoint_dir is not None and job.restore_checkpoint(checkpoint_dir):
             self.resumed_at_step = job.step
         self._train_parts = train_parts
         self._open_step: int | None = None

@@ -15,7 +15,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
-from jigsaw_engine.errors import JigsawError
 from jigsaw_engine.graph.substage import SubStage
 from jigsaw_engine.runtime.protocol import Task, TaskFinished
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
@@ -25,10 +24,6 @@ logger = logging.getLogger(__name__)
 POLL_S = 0.02
 """How long ``advance_to`` waits at least when every running sub-stage is overdue: short enough
 to notice a finish promptly, long enough not to spin a core the work itself needs."""
-
-
-class NodeFailedError(JigsawError):
-    code = "node_failed"
 
 
 class NodeExecutor(Protocol):
@@ -116,8 +111,10 @@ class RealRuntime:
                 continue
             try:
                 report = self._executor.result(handle)
-            except Exception as exc:
-                raise NodeFailedError(f"{entry.task.task_id} failed: {exc}") from exc
+            except Exception as exc:  # the pipeline fails; the others go on
+                logger.warning("sub-stage %s failed", entry.task.task_id, exc_info=True)
+                finished.append(TaskFinished(entry.task, entry.start_s, end_s, error=f"{type(exc).__name__}: {exc}"))
+                continue
             self.node_overheads_s.append(max(0.0, end_s - entry.start_s - report.duration_s))
             finished.append(TaskFinished(entry.task, entry.start_s, end_s))
         return sorted(finished, key=lambda f: (f.end_s, f.task.task_id))

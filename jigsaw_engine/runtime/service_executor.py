@@ -71,7 +71,10 @@ class ServiceExecutor(ThreadExecutor):
                 options = self._options
                 if self._checkpoint_root is not None:
                     options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
-                pipeline = build_real_pipeline(self._specs[pipeline_id], train_parts=self._train_parts, options=options)
+                spec = self._specs[pipeline_id]
+                pipeline = build_real_pipeline(
+                    spec, train_parts=self._train_parts, options=options, start_step=spec.start_step
+                )
                 with self._lock:
                     self.pipelines[pipeline_id] = pipeline
             return pipeline

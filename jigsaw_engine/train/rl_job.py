@@ -22,6 +22,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from jigsaw_engine.envs.protocol import Environment, EnvTask
+from jigsaw_engine.failpoints import failpoint
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.advantages import AdvantageEstimator, compute_advantages, gae_advantages, outcome_token_rewards
 from jigsaw_engine.rl.dapo import count_informative_groups, informative_groups, overlong_penalty
@@ -218,6 +219,7 @@ class RLJob:
         """Generate on ``worker`` until at most ``until_live_at_most`` of its episodes are unfinished."""
         open_step = self._require_open()
         started = time.perf_counter()
+        failpoint("rollout.mid_generation")
         open_step.batches[worker].advance(until_live_at_most=until_live_at_most)
         open_step.timings["gen"] = open_step.timings.get("gen", 0.0) + time.perf_counter() - started
 
@@ -315,6 +317,7 @@ class RLJob:
                 )
             )
             open_step.next_update += 1
+            failpoint("train.mid_update")  # the weights have moved; the step is not checkpointed
         open_step.timings["update_actor"] = open_step.timings.get("update_actor", 0.0) + time.perf_counter() - started
 
     def sync_weights(self) -> dict[str, float]:
@@ -425,12 +428,21 @@ class RLJob:
         (root / ".latest.tmp").replace(latest)
         return final
 
-    def restore_checkpoint(self, root: Path) -> bool:
-        """Continue from the latest checkpoint under ``root``; False when there is none."""
-        latest = root / "latest"
-        if not latest.is_file():
-            return False
-        folder = root / latest.read_text().strip()
+    def restore_checkpoint(self, root: Path, step: int | None = None) -> bool:
+        """Continue from the latest checkpoint under ``root`` (False when there is none), or
+        from exactly the one after ``step`` steps (a ValueError when it is missing)."""
+        if step is not None:
+            folder = root / f"step-{step:06d}"
+            if not (folder / "job.json").is_file():
+                raise ValueError(
+                    f"checkpoint of step {step} not found under {root}; a real job resumes only from "
+                    "its own checkpoints (set the engine's real checkpoint folder and keep it)"
+                )
+        else:
+            latest = root / "latest"
+            if not latest.is_file():
+                return False
+            folder = root / latest.read_text().strip()
         meta = json.loads((folder / "job.json").read_text())
         if meta["seed"] != self.config.seed or meta["env"] != self.env.name:
             raise ValueError(

@@ -22,8 +22,25 @@ FAILPOINT_LINE = "failpoint dispatch.after_submit"
 DISPATCH_PAUSE_S = 4.0
 
 
+REAL_STEPS = 4
+
+
 def job_spec(name: str) -> dict[str, object]:
+    """A simulated full-size job; it checkpoints after every step."""
     return make_spec(name=name, trainer={"total_steps": STEPS, "save_freq": 1})
+
+
+def real_job_spec(name: str) -> dict[str, object]:
+    """A tiny job trained for real on this machine's cores."""
+    return {
+        "name": name,
+        "model": "tiny-qwen2-1m",
+        "workload": "gsm8k",
+        "data": {"train_batch_size": 8},
+        "rollout": {"n": 4, "max_response_length": 8},
+        "resources": {"num_gpus": 1},
+        "trainer": {"total_steps": REAL_STEPS, "save_freq": 1},
+    }
 
 
 @dataclass
@@ -48,10 +65,21 @@ class Scenario:
     fault: str
     inject: Callable[[FaultStack], None]
     when: str
-    """``dispatch``: while a dispatch waits at its failpoint; ``step:<n>``: once a job passed step n."""
+    """``dispatch``: while a dispatch waits at its failpoint; ``step:<n>``: once a job passed
+    step n; ``running:<kind>``: while a job's sub-stage of that kind runs, after its first step."""
     engine_loses_jobs: bool = False
     """The engine forgets its pipelines: each job resumes from its checkpoint (a second attempt)."""
     worker_env: dict[str, str] = field(default_factory=dict)
+    real: bool = False
+    """Real tiny jobs (one tenant's) on a real-mode stack, instead of two tenants' simulated ones."""
+
+    @property
+    def steps(self) -> int:
+        return REAL_STEPS if self.real else STEPS
+
+    @property
+    def tenants(self) -> tuple[str, ...]:
+        return ("acme",) if self.real else ("acme", "globex")
 
 
 # -- the faults ------------------------------------------------------------------------------
@@ -96,7 +124,21 @@ SCENARIOS = [
     Scenario("Redis restarted", restart_redis, "step:3"),
     Scenario("Postgres restarted", restart_postgres, "step:3"),
     Scenario("web server killed", restart_web, "step:3"),
+    # Real mode: the rollout workers and the trainer run in the engine's process, so killing it
+    # while a real sub-stage runs kills generation mid-way or an update between optimizer steps.
+    Scenario(
+        "engine killed mid-generation (real)",
+        kill_engine_controller,
+        "running:decode",
+        engine_loses_jobs=True,
+        real=True,
+    ),
+    Scenario(
+        "engine killed mid-update (real)", kill_engine_controller, "running:train", engine_loses_jobs=True, real=True
+    ),
 ]
+REAL_FAILPOINTS = "rollout.mid_generation=sleep:1.5,train.mid_update=sleep:1.5"
+"""Each real rollout and update waits here, so that the kill lands inside one."""
 
 
 # -- running one ------------------------------------------------------------------------------
@@ -113,15 +155,23 @@ def _log_mentions(stack: FaultStack, name: str, text: str, since: int) -> bool:
     return text in (stack.log_dir / f"{name}.log").read_text(errors="replace")[since:]
 
 
+def _running(stack: FaultStack, tenant: str, kind: str, *, after_step: int) -> bool:
+    """Whether the cluster page shows one of the tenant's jobs running a ``kind`` sub-stage
+    of a step after ``after_step``."""
+    spans = stack.api_retrying("GET", "/api/v1/cluster/timeline?window_s=30", tenant)["spans"]
+    return any(s["running"] and s["job"] and s["kind"] == kind and s["step"] > after_step for s in spans)
+
+
 def run_scenario(stack: FaultStack, scenario: Scenario, index: int) -> Outcome:
     outcome = Outcome(scenario.fault)
     if scenario.worker_env:
         stack.kill_process("worker")
         stack.start_process("worker", scenario.worker_env)
     worker_log_at = len((stack.log_dir / "worker.log").read_text(errors="replace"))
+    make = real_job_spec if scenario.real else job_spec
     jobs = {
-        tenant: stack.api("POST", "/api/v1/jobs", tenant, {"spec": job_spec(f"fault-{index}-{tenant}")})["id"]
-        for tenant in ("acme", "globex")
+        tenant: stack.api("POST", "/api/v1/jobs", tenant, {"spec": make(f"fault-{index}-{tenant}")})["id"]
+        for tenant in scenario.tenants
     }
     followers = {job_id: EventFollower(stack.base, stack.tokens[t], job_id) for t, job_id in jobs.items()}
     for follower in followers.values():
@@ -134,6 +184,9 @@ def run_scenario(stack: FaultStack, scenario: Scenario, index: int) -> Outcome:
         if scenario.when == "dispatch":
             at_failpoint = lambda: _log_mentions(stack, "worker", FAILPOINT_LINE, worker_log_at)  # noqa: E731
             _wait(at_failpoint, 60, "a dispatch at its failpoint")
+        elif scenario.when.startswith("running:"):
+            kind = scenario.when.split(":")[1]
+            _wait(lambda: _running(stack, scenario.tenants[0], kind, after_step=1), 240, f"a running {kind} sub-stage")
         else:
             threshold = int(scenario.when.split(":")[1])
             _wait(lambda: max(steps().values()) >= threshold, 90, f"a job past step {threshold}")
@@ -158,7 +211,7 @@ def run_scenario(stack: FaultStack, scenario: Scenario, index: int) -> Outcome:
             ended = sum(1 for j in jobs.values() if followers[j].done.is_set())
             return fresh is not None and fresh[0] + ended >= len(jobs)
 
-        _wait(progressed, 120, "progress after the fault")
+        _wait(progressed, 180, "progress after the fault")
         outcome.recovered_s = time.monotonic() - injected
         _wait(lambda: all(f.done.is_set() for f in followers.values()), 150, "every job to end")
     except TimeoutError as exc:
@@ -184,7 +237,7 @@ def _check(
                 outcome.problems.append(f"{tenant}: ended {job['status']} ({job['status_reason']})")
             stored = "SELECT step, (values->>'usage/device_seconds')::float FROM jobs_jobmetrics WHERE job_id = %s"
             metrics = dict(db.execute(stored, (job_id,)).fetchall())
-            if sorted(metrics) != list(range(1, STEPS + 1)):
+            if sorted(metrics) != list(range(1, scenario.steps + 1)):
                 steps_ok = False
                 outcome.problems.append(f"{tenant}: steps stored {sorted(metrics)}")
             # Each step ran once per attempt at most, and only steps after the checkpoint the

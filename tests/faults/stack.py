@@ -27,7 +27,9 @@ DATABASE = "jigsaw_faults"
 
 
 class FaultStack:
-    def __init__(self, *, engine_speed: float, log_dir: Path) -> None:
+    def __init__(self, *, engine_speed: float, log_dir: Path, real: bool = False, engine_failpoints: str = "") -> None:
+        """``real``: the engine trains tiny models for real on this machine's cores (two
+        "devices"), checkpointing every step; ``engine_failpoints``: the engine's failpoints."""
         # Short: Ray's socket paths must stay under the kernel's length limit.
         self.tmp = Path(tempfile.mkdtemp(prefix="jf-", dir="/tmp"))
         self.tmp.chmod(0o755)  # the postgres user must reach its folder inside
@@ -59,6 +61,16 @@ class FaultStack:
             RAY_AUTH_TOKEN=secrets.token_hex(32),
         )
         self.env.pop("JIGSAW_STANDALONE", None)
+        self.env.pop("JIGSAW_FAILPOINTS", None)
+        if real:
+            self.env.update(
+                ENGINE_MODE="real",
+                ENGINE_DEVICE_TYPE="cpu",
+                ENGINE_NUM_NODES="1",
+                ENGINE_DEVICES_PER_NODE="2",
+                ENGINE_REAL_CHECKPOINT_DIR=str(self.tmp / "checkpoints"),
+            )
+        self.engine_failpoints = engine_failpoints
 
     # -- start and stop ----------------------------------------------------------------------
     def start(self) -> None:
@@ -68,7 +80,10 @@ class FaultStack:
         self._manage("migrate", "--noinput")
         creds = json.loads(self._manage("seed_demo", "--json"))
         self.tokens = creds["tokens"]
-        self.start_process("ray-head")
+        # Ray's workers (the engine's actor among them) inherit the head's environment.
+        self.start_process(
+            "ray-head", {"JIGSAW_FAILPOINTS": self.engine_failpoints} if self.engine_failpoints else None
+        )
         wait_port(self.ray_port, 60, "the Ray head")
         for name in ("worker", "beat", "web"):
             self.start_process(name)

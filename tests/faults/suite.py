@@ -10,29 +10,41 @@ import sys
 import time
 from pathlib import Path
 
-from tests.faults.scenarios import SCENARIOS, Outcome, format_table, run_scenario
+from tests.faults.scenarios import REAL_FAILPOINTS, SCENARIOS, Outcome, format_table, run_scenario
 from tests.faults.stack import ROOT, FaultStack
 
-LOG_DIR = ROOT / "var" / "test-artifacts" / "faults"
+LOG_DIR = ROOT / "test-artifacts" / "faults"
 ENGINE_SPEED = 40.0
 """Simulated seconds per wall second: a 12-step job of the suite takes about 10 s."""
 
 
 def run_suite(*, only: list[str] | None = None, speed: float = ENGINE_SPEED, log_dir: Path = LOG_DIR) -> list[Outcome]:
-    stack = FaultStack(engine_speed=speed, log_dir=log_dir)
-    outcomes = []
-    try:
-        stack.start()
-        for index, scenario in enumerate(SCENARIOS):
-            if only and not any(o.lower() in scenario.fault.lower() for o in only):
-                continue
+    """Simulated scenarios on one stack, then real ones on a real-mode stack."""
+    chosen = [s for s in SCENARIOS if not only or any(o.lower() in s.fault.lower() for o in only)]
+    outcomes: list[Outcome] = []
+    for real in (False, True):
+        batch = [s for s in chosen if s.real == real]
+        if not batch:
+            continue
+        stack = FaultStack(
+            engine_speed=speed,
+            log_dir=log_dir / ("real" if real else "simulated"),
+            real=real,
+            engine_failpoints=REAL_FAILPOINTS if real else "",
+        )
+        try:
             started = time.monotonic()
-            outcome = run_scenario(stack, scenario, index)
-            print(f"{scenario.fault}: {'ok' if outcome.passed else 'FAILED'} in {time.monotonic() - started:.0f} s",
-                  flush=True)  # fmt: skip
-            outcomes.append(outcome)
-    finally:
-        stack.stop()
+            stack.start()
+            print(f"{'real' if real else 'simulated'} stack up in {time.monotonic() - started:.0f} s", flush=True)
+            for scenario in batch:
+                started = time.monotonic()
+                outcome = run_scenario(stack, scenario, SCENARIOS.index(scenario))
+                verdict = "ok" if outcome.passed else "FAILED"
+                print(f"{scenario.fault}: {verdict} in {time.monotonic() - started:.0f} s", flush=True)
+                outcomes.append(outcome)
+        finally:
+            stack.stop()
+    log_dir.mkdir(parents=True, exist_ok=True)
     (log_dir / "fault_table.md").write_text(format_table(outcomes) + "\n")
     return outcomes
 

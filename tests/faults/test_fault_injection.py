@@ -1,5 +1,6 @@
 """The fault-injection suite, in the test command: the whole stack in separate processes on
-private Postgres and Redis, five faults injected while two tenants' jobs run, and after each
+private Postgres and Redis, seven faults injected while jobs run (simulated full-size ones of two
+tenants, then tiny ones trained for real: the engine killed mid-generation and mid-update), and after each
 every job ends correctly with nothing lost, repeated or double-billed, and the dashboard's
 stream resumes. The table of fault x outcome is printed and saved as a test artefact."""
 
@@ -25,5 +26,5 @@ def test_every_fault_leaves_jobs_correct_and_streams_resumed(capsys: pytest.Capt
     table = format_table(outcomes)
     with capsys.disabled():
         print(f"\n{table}\n(logs in {LOG_DIR})")
-    assert len(outcomes) == 5
+    assert len(outcomes) == 7
     assert all(o.passed for o in outcomes), table

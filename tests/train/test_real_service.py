@@ -15,6 +15,12 @@ from jigsaw_engine.rl import metrics as names
 from tests.train.test_real_runtime import tiny_spec
 
 
+@pytest.fixture(scope="module")
+def policy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Warmed-up tiny policies, built once for this module (the warm-up is the slow part)."""
+    return tmp_path_factory.mktemp("policies")
+
+
 def wait_until_ended(engine: EngineHost, pipeline_ids: set[str], timeout_s: float = 180) -> list:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -28,11 +34,13 @@ def wait_until_ended(engine: EngineHost, pipeline_ids: set[str], timeout_s: floa
     raise AssertionError(f"pipelines did not end: {pipeline_ids}")
 
 
-def test_real_mode_trains_submitted_pipelines_and_reports_real_metrics_and_samples(tmp_path: Path) -> None:
+def test_real_mode_trains_submitted_pipelines_and_reports_real_metrics_and_samples(
+    tmp_path: Path, policy_cache: Path
+) -> None:
     config = EngineConfig.from_mapping(
         {"num_nodes": 1, "devices_per_node": 2, "device_type": "cpu"},
         mode="real",
-        real_cache_dir=str(tmp_path / "policies"),
+        real_cache_dir=str(policy_cache),
         real_checkpoint_dir=str(tmp_path / "checkpoints"),
     )
     engine = start_local_engine(config)
@@ -81,3 +89,69 @@ def test_real_mode_refuses_what_cannot_run_here_at_submit() -> None:
     assert "trainer.start_step" in problems
     with pytest.raises(SpecError, match="cpu"):
         EngineConfig.from_mapping({"num_nodes": 1, "devices_per_node": 8, "device_type": "h100"}, mode="real")
+
+
+def test_after_an_engine_restart_a_real_job_resumes_after_the_step_the_control_plane_recorded(
+    tmp_path: Path, policy_cache: Path
+) -> None:
+    """The engine dies after three steps of a real job; the control plane had recorded only the
+    checkpoint of step 1 (its events lag the engine). A new engine on the same checkpoint folder
+    resumes after exactly step 1: steps 2 and 3 are trained again from the same state, so they
+    measure what they measured before, and the job ends at step 4 having run each step once."""
+
+    def engine():
+        return start_local_engine(
+            EngineConfig.from_mapping(
+                {"num_nodes": 1, "devices_per_node": 1, "device_type": "cpu"},
+                mode="real",
+                real_cache_dir=str(policy_cache),
+                real_checkpoint_dir=str(tmp_path / "checkpoints"),
+            )
+        )
+
+    def scores(events: list) -> dict[int, float]:
+        return {
+            e.data["step"]: e.data["metrics"][names.SCORE_MEAN]
+            for e in events
+            if e.kind is EventKind.METRICS and e.pipeline_id == "job"
+        }
+
+    first = engine()
+    try:
+        first.submit("job", tiny_spec("job", steps=3))
+        before = scores(wait_until_ended(first, {"job"}))
+    finally:
+        first.close()
+    assert sorted(before) == [1, 2, 3]
+    assert (tmp_path / "checkpoints" / "job" / "step-000003").is_dir()
+
+    second = engine()
+    try:
+        resumed_spec = tiny_spec("job", steps=4)
+        resumed_spec["trainer"]["start_step"] = 1
+        second.submit("job", resumed_spec)
+        after = scores(wait_until_ended(second, {"job"}))
+    finally:
+        second.close()
+    assert sorted(after) == [2, 3, 4]
+    assert after[2] == before[2] and after[3] == before[3]
+
+
+def test_a_real_job_cannot_resume_from_a_checkpoint_it_never_wrote(tmp_path: Path, policy_cache: Path) -> None:
+    engine = start_local_engine(
+        EngineConfig.from_mapping(
+            {"num_nodes": 1, "devices_per_node": 1, "device_type": "cpu"},
+            mode="real",
+            real_cache_dir=str(policy_cache),
+            real_checkpoint_dir=str(tmp_path / "checkpoints"),
+        )
+    )
+    try:
+        spec = tiny_spec("job", steps=3)
+        spec["trainer"]["start_step"] = 2
+        engine.submit("job", spec)
+        events = wait_until_ended(engine, {"job"})
+    finally:
+        engine.close()
+    failed = [e.data for e in events if e.kind is EventKind.STATUS and e.data["status"] == "failed"]
+    assert failed and "checkpoint of step 2 not found" in failed[-1]["reason"]

@@ -178,6 +178,69 @@ def test_only_one_process_admits_at_a_time(make_actor) -> None:
     assert admission.admission_tick().admitted == [str(job.pk)]
 
 
+def test_a_submit_never_waits_for_an_admission_pass(make_actor, monkeypatch) -> None:
+    """A pass deciding about many queued jobs must not hold up submits: it reads quotas
+    without row locks. Here a pass is held mid-decision while the same tenant submits."""
+    import time
+
+    a = make_actor("acme")
+    submit(a, 1)
+    deciding, release = threading.Event(), threading.Event()
+    decide = admission._tenant_limit
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        deciding.set()
+        release.wait(10)
+        return decide(*args, **kwargs)
+
+    monkeypatch.setattr(admission, "_tenant_limit", held)
+
+    def a_pass() -> None:
+        try:
+            admission.admission_tick()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=a_pass)
+    thread.start()
+    try:
+        assert deciding.wait(10)
+        started = time.monotonic()
+        submit(a, 1, name="while-admitting")
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+        thread.join(timeout=20)
+    assert waited < 5, f"the submit waited {waited:.1f}s for the admission pass"
+
+
+def test_a_quota_edit_waits_for_the_admission_pass_in_progress(make_actor) -> None:
+    from tenants.services import quota_update
+
+    a = make_actor("acme")
+    db = settings.DATABASES["default"]
+    done = threading.Event()
+
+    def edit() -> None:
+        try:
+            quota_update(tenant=a.tenant, changes={"max_running_jobs": 1}, actor=a.user)
+            done.set()
+        finally:
+            connection.close()
+
+    with psycopg.connect(
+        host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname=connection.settings_dict["NAME"]
+    ) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [admission.ADMISSION_LOCK_KEY])  # a pass deciding
+        thread = threading.Thread(target=edit)
+        thread.start()
+        assert not done.wait(1.0), "the quota changed under a pass in progress"
+        other.execute("SELECT pg_advisory_unlock(%s)", [admission.ADMISSION_LOCK_KEY])
+    thread.join(timeout=10)
+    assert done.is_set()
+    assert Quota.objects.get(tenant=a.tenant).max_running_jobs == 1
+
+
 def test_concurrent_submits_never_overshoot_max_queued_jobs(make_actor) -> None:
     a = make_actor("acme")
     quota(a, max_queued_jobs=3)

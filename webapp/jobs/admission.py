@@ -30,15 +30,15 @@ from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from tenants.models import BudgetAction, Quota
+from tenants.models import QUOTA_DECISIONS_LOCK_KEY, BudgetAction, Quota
 from webapp import engine_gateway
 from webapp.jobs.models import Job, JobStatus
 from webapp.jobs.usage import decayed_gpu_seconds, month_gpu_hours
 
 logger = logging.getLogger(__name__)
 
-ADMISSION_LOCK_KEY = 0x4A5247_01
-"""Postgres advisory lock held by the process running an admission pass."""
+ADMISSION_LOCK_KEY = QUOTA_DECISIONS_LOCK_KEY
+"""Postgres advisory lock held by the process running an admission pass (and by quota edits)."""
 
 HOLD_WEIGHT_S = 3600.0
 """In fair share, each GPU a tenant holds now counts as this many GPU-seconds of usage."""
@@ -91,7 +91,9 @@ def admission_tick() -> AdmissionResult:
             .order_by("created_at", "id")
         )
         tenant_ids = sorted({j.tenant_id for j in waiting} | set(holding_jobs().values_list("tenant_id", flat=True)))
-        quotas = {q.tenant_id: q for q in Quota.objects.select_for_update().filter(tenant_id__in=tenant_ids)}
+        # No row locks: quota edits wait for this pass's advisory lock, and submits (which lock
+        # their tenant's quota row to count queued jobs) must not wait for a whole pass.
+        quotas = {q.tenant_id: q for q in Quota.objects.filter(tenant_id__in=tenant_ids)}
         held = defaultdict(int, {
             r["tenant_id"]: r["g"] for r in holding_jobs().values("tenant_id").annotate(g=Sum("num_gpus"))
         })  # fmt: skip

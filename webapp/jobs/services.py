@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -115,10 +116,19 @@ def _create_job(
     return job
 
 
+ADMIT_SOON_KEY = "jobs:admission-soon"
+
+
 def _admit_soon() -> None:
+    """One admission pass soon after this commits; a burst of submits shares one (a pass
+    started before this commit misses it, and beat's next pass, within seconds, takes it)."""
     from webapp.jobs.tasks import admission_tick
 
-    transaction.on_commit(lambda: admission_tick.delay())
+    def send() -> None:
+        if cache.add(ADMIT_SOON_KEY, 1, timeout=1):
+            admission_tick.delay()
+
+    transaction.on_commit(send)
 
 
 def latest_checkpoint_step(job: Job) -> int:

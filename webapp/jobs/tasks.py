@@ -7,7 +7,6 @@ import logging
 from celery import shared_task
 
 from webapp import engine_gateway
-from webapp.failpoints import failpoint
 from webapp.jobs import admission, services
 from webapp.jobs import reconcile as reconcile_module
 from webapp.jobs.models import Job, JobStatus
@@ -39,7 +38,7 @@ def dispatch_job(self, job_id: str) -> str:  # type: ignore[no-untyped-def]
         logger.warning("dispatch of job %s failed: %s", job_id, exc, exc_info=failure == "system")
         services.job_transition(job_id=job_id, to=JobStatus.FAILED, reason=f"{failure}: {exc}", failure_class=failure)
         return "failed"
-    failpoint("dispatch.after_submit")  # the engine has it; this task is not acknowledged yet
+    engine_gateway.failpoint("dispatch.after_submit")  # the engine has it; this task is not acknowledged yet
     pump_engine_events.delay()
     return "dispatched"
 

@@ -1,7 +1,9 @@
 """Failpoints: named places where a fault-injection run makes the code wait, so that it can
-kill a process at a precise moment (after the engine accepted a job but before the Celery task
-that sent it is acknowledged, say). Inert unless ``JIGSAW_FAILPOINTS`` names them, as
-``name=sleep:<seconds>`` pairs separated by commas; production settings refuse the variable."""
+kill a process at a precise moment: after the engine accepted a job but before the Celery task
+that sent it is acknowledged (``dispatch.after_submit``), while a real rollout generates
+(``rollout.mid_generation``), between two optimizer steps of one update (``train.mid_update``).
+Inert unless ``JIGSAW_FAILPOINTS`` names them, as ``name=sleep:<seconds>`` pairs separated by
+commas; the control plane's production settings refuse the variable."""
 
 from __future__ import annotations
 
