@@ -77,7 +77,7 @@ frontend-test: frontend
 	cd frontend && npm test --silent
 
 pytest: venv
-	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q
+	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q --durations=15
 
 clean:
 	rm -rf $(VENV) $(ENGINE_VENV) frontend/node_modules frontend/dist var/static

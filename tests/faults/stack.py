@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -41,6 +42,12 @@ class FaultStack:
         self.ray_port = free_port()
         self.base = f"http://127.0.0.1:{self.web_port}"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        # Like compose's `restart: unless-stopped`: a process that exits on its own is started
+        # again (a Celery worker can die on a broker connection lost mid-restore, say).
+        self.supervisor_restarts: list[str] = []
+        self._down_on_purpose: set[str] = set()
+        self._lock = threading.Lock()
+        self._supervising = threading.Event()
         self.tokens: dict[str, str] = {}
         self.env = dict(os.environ)
         self.env.update(
@@ -53,7 +60,7 @@ class FaultStack:
             DB_POOL_MIN="1",
             # A lost dispatch or a restarted engine is noticed within seconds, not half a minute.
             RECONCILE_EVERY_S="2",
-            RECONCILE_DISPATCH_GRACE_S="10",
+            RECONCILE_DISPATCH_GRACE_S="6",
             API_RATE_PER_CALLER="100000/min",
             PYTHONUNBUFFERED="1",
             # Ray's token auth, as the demo runs it: the head and every process that joins share it.
@@ -88,6 +95,17 @@ class FaultStack:
         for name in ("worker", "beat", "web"):
             self.start_process(name)
         self.wait_healthy()
+        self._supervising.set()
+        threading.Thread(target=self._supervise, name="supervisor", daemon=True).start()
+
+    def _supervise(self) -> None:
+        while self._supervising.is_set():
+            with self._lock:
+                for name, proc in list(self.procs.items()):
+                    if name not in self._down_on_purpose and proc.poll() is not None:
+                        self.supervisor_restarts.append(name)
+                        self._start(name, None)
+            time.sleep(0.5)
 
     def _manage(self, *args: str) -> str:
         done = subprocess.run(
@@ -108,6 +126,11 @@ class FaultStack:
         }[name]
 
     def start_process(self, name: str, extra_env: dict[str, str] | None = None) -> None:
+        with self._lock:
+            self._down_on_purpose.discard(name)
+            self._start(name, extra_env)
+
+    def _start(self, name: str, extra_env: dict[str, str] | None) -> None:
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 (kept open for the child)
         self.procs[name] = subprocess.Popen(
             self._command(name),
@@ -120,12 +143,17 @@ class FaultStack:
 
     def kill_process(self, name: str) -> None:
         """SIGKILL to the process group: no clean shutdown, no acknowledgement, no goodbye."""
-        proc = self.procs[name]
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        with self._lock:
+            self._down_on_purpose.add(name)
+            proc = self.procs[name]
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
 
     def stop(self) -> None:
+        self._supervising.clear()
+        with self._lock:
+            self._down_on_purpose.update(self.procs)
         for name in ("web", "beat", "worker", "ray-head"):
             proc = self.procs.get(name)
             if proc is not None and proc.poll() is None:

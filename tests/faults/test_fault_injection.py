@@ -17,6 +17,7 @@ from tests.faults.suite import LOG_DIR, run_suite
 pytestmark = [pytest.mark.slow]
 
 
+@pytest.mark.timeout(600)  # two stacks started, seven faults: about 3-4 minutes
 @pytest.mark.skipif(
     postgres_bin_dir() is None or shutil.which("redis-server") is None,
     reason="needs PostgreSQL's server binaries and redis-server to run private, killable copies",
