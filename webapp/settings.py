@@ -89,7 +89,16 @@ ASGI_APPLICATION = "webapp.asgi.application"
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/jigsawrl"
 if STANDALONE:
     STANDALONE_DB = env_str("STANDALONE_DB", str(BASE_DIR / "var" / "standalone.sqlite3"))
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": STANDALONE_DB}}
+    # The request threads and the event-pump thread all write: IMMEDIATE transactions take the
+    # write lock up front (a deferred one upgrading from read fails at once with "database is
+    # locked"), and a writer waits up to 20 s for the lock instead of 5.
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": STANDALONE_DB,
+            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+        }
+    }
 else:
     # A connection pool per process, not persistent connections: under ASGI every request runs
     # in a fresh thread, so a per-thread connection is opened per request and lingers until

@@ -17,7 +17,7 @@ from tests.engine.builders import make_spec
 from tests.faults.followers import EventFollower
 from tests.faults.stack import FaultStack
 
-STEPS = 8
+STEPS = 12
 FAILPOINT_LINE = "failpoint dispatch.after_submit"
 DISPATCH_PAUSE_S = 3.0
 
@@ -193,6 +193,8 @@ def run_scenario(stack: FaultStack, scenario: Scenario, index: int) -> Outcome:
         else:
             threshold = int(scenario.when.split(":")[1])
             _wait(lambda: max(steps().values()) >= threshold, 90, f"a job past step {threshold}")
+        if any(f.done.is_set() for f in followers.values()):
+            outcome.problems.append("a job ended before the fault landed; the scenario's jobs must run longer")
         injected = time.monotonic()
         injected_at = datetime.now(UTC)
         scenario.inject(stack)

@@ -14,8 +14,9 @@ from tests.faults.scenarios import REAL_FAILPOINTS, SCENARIOS, Outcome, format_t
 from tests.faults.stack import ROOT, FaultStack
 
 LOG_DIR = ROOT / "test-artifacts" / "faults"
-ENGINE_SPEED = 60.0
-"""Simulated seconds per wall second: an 8-step job of the suite takes about 5 s."""
+ENGINE_SPEED = 40.0
+"""Simulated seconds per wall second: a 12-step job of the suite takes about 9 s, so a fault
+after step 2 lands with most of it still to run."""
 
 
 def run_suite(*, only: list[str] | None = None, speed: float = ENGINE_SPEED, log_dir: Path = LOG_DIR) -> list[Outcome]:
