@@ -135,26 +135,33 @@ def list_presets(*, mode: EngineMode = "simulated") -> list[dict[str, Any]]:
     return [{"name": p.name, "title": p.title, "spec": dict(p.spec)} for p in chosen]
 
 
-def start_local_engine(config: EngineConfig) -> EngineHost:
+def start_local_engine(config: EngineConfig, *, pipeline_actors: bool = False) -> EngineHost:
+    """The engine in this process. ``pipeline_actors`` (the engine's own Ray actor sets it):
+    real jobs each run in an actor process of their own instead of on this process's threads."""
     if config.mode == "real":
-        return LocalEngine(config.cluster, real=_real_backend(config))
+        return LocalEngine(config.cluster, real=_real_backend(config, pipeline_actors=pipeline_actors))
     return LocalEngine(config.cluster, speed=config.speed)
 
 
-def _real_backend(config: EngineConfig) -> Any:
+def _real_backend(config: EngineConfig, *, pipeline_actors: bool) -> Any:
     """Imported only in real mode: it brings torch and transformers."""
     from pathlib import Path
 
     from jigsaw_engine.runtime.real_jobs import RealJobOptions
-    from jigsaw_engine.runtime.service_executor import ServiceBackend
+    from jigsaw_engine.runtime.service_executor import ServiceBackend, ServiceExecutor, ServiceNodeExecutor
     from jigsaw_engine.sched.registry import graph_config_for
 
     options = RealJobOptions(cache_dir=Path(config.real_cache_dir) if config.real_cache_dir else None)
-    return ServiceBackend(
-        options,
-        train_parts=graph_config_for("jigsaw").train_minibatches,
-        checkpoint_root=Path(config.real_checkpoint_dir) if config.real_checkpoint_dir else None,
-    )
+    train_parts = graph_config_for("jigsaw").train_minibatches
+    checkpoint_root = Path(config.real_checkpoint_dir) if config.real_checkpoint_dir else None
+    executor: ServiceNodeExecutor
+    if pipeline_actors:
+        from jigsaw_engine.runtime.ray.service_actors import ActorServiceExecutor
+
+        executor = ActorServiceExecutor(options, train_parts=train_parts, checkpoint_root=checkpoint_root)
+    else:
+        executor = ServiceExecutor(options, train_parts=train_parts, checkpoint_root=checkpoint_root)
+    return ServiceBackend(executor)
 
 
 def connect_ray_engine(config: EngineConfig, *, address: str | None) -> EngineHost:

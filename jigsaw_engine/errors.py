@@ -42,3 +42,10 @@ class UnknownPipelineError(JigsawError):
 
 class DuplicatePipelineError(JigsawError):
     code = "duplicate_pipeline"
+
+
+class WorkerLostError(JigsawError):
+    """A real pipeline's worker process died under a sub-stage (killed, out of memory, its
+    node gone). Nothing is wrong with the job: it can resume from its latest checkpoint."""
+
+    code = "worker_lost"

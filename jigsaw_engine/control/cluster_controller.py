@@ -41,6 +41,10 @@ from jigsaw_engine.spec.pipeline import PipelineSpec, SyncMode, parse_pipeline_s
 
 logger = logging.getLogger(__name__)
 
+MAX_WORKER_LOSSES = 3
+"""A pipeline whose worker process died this many times is failed the next time, not handed
+back again: a job that kills its worker (memory, say) must not be resumed forever."""
+
 PlanSource = Callable[[PipelineSpec, int], list[SequencePlan]]
 StepReportSource = Callable[[str, int], tuple[dict[str, float], list[dict[str, Any]]] | None]
 """(pipeline id, 0-based step) -> what real work measured in that step: metrics, samples."""
@@ -131,6 +135,8 @@ class ClusterController:
         self._runs: dict[str, _Run] = {}
         self._running: dict[str, Task] = {}
         self._started_s: dict[str, float] = {}
+        self._worker_losses: dict[str, int] = {}
+        """Per pipeline id, how often its worker died under it (kept when it is handed back)."""
 
     # -- inputs ------------------------------------------------------------------------
     def submit(self, pipeline_id: str, spec: PipelineSpec | Mapping[str, Any], *, schedule: bool = True) -> None:
@@ -438,10 +444,14 @@ class ClusterController:
                             task.devices, finished.start_s, finished.end_s,
                             task.share if finished.mean_share is None else finished.mean_share)  # fmt: skip
         self.timeline.append(span)
-        run = self._runs[task.pipeline_id]
-        if run.state.is_terminal:
+        run = self._runs.get(task.pipeline_id)
+        if run is None or run.state.is_terminal:  # handed back, or ended, meanwhile
             return
         run.unbilled_device_s += len(task.devices) * (finished.end_s - finished.start_s) * span.share
+        if finished.lost and self._worker_losses.get(task.pipeline_id, 0) < MAX_WORKER_LOSSES:
+            self._worker_losses[task.pipeline_id] = self._worker_losses.get(task.pipeline_id, 0) + 1
+            self._hand_back(task.pipeline_id, f"{node.node_id}: {finished.error}")
+            return
         if finished.error is not None:
             self._abort(task.pipeline_id)
             self._end(task.pipeline_id, run, PipelineState.FAILED, f"system: {node.node_id} failed: {finished.error}")
@@ -546,7 +556,23 @@ class ClusterController:
         run.step_specs.clear()
         run.frontier.clear()
         self.scheduler.release(pipeline_id)
+        self.runtime.release(pipeline_id)
         self._status(pipeline_id, state, reason)
+
+    def _hand_back(self, pipeline_id: str, cause: str) -> None:
+        """A worker process died under the pipeline: its work is not at fault, so it is not
+        failed. The engine forgets it, as an engine restart would, and whoever submitted it
+        (the control plane's reconciler) submits it again from its latest checkpoint."""
+        self._abort(pipeline_id)
+        self.scheduler.release(pipeline_id)
+        self.runtime.release(pipeline_id)
+        self.events.append(
+            pipeline_id,
+            EventKind.LOG,
+            self.runtime.now_s,
+            {"level": "warning", "message": f"worker lost ({cause}); the job resumes from its latest checkpoint"},
+        )
+        del self._runs[pipeline_id]
 
     def _status(self, pipeline_id: str, state: PipelineState, reason: str) -> None:
         run = self._runs[pipeline_id]

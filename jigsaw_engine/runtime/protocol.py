@@ -46,6 +46,9 @@ class TaskFinished:
     None: its reserved share."""
     error: str | None = None
     """Why a real sub-stage failed (its pipeline fails with it); None: it completed."""
+    lost: bool = False
+    """With ``error``: the worker process running it died, not the work: the pipeline is
+    handed back to be resumed from its checkpoint instead of failing."""
 
 
 class Runtime(Protocol):
@@ -66,3 +69,6 @@ class Runtime(Protocol):
 
     def device_load(self) -> dict[int, float]:
         """Share of each busy device in use now (idle devices are absent)."""
+
+    def release(self, pipeline_id: str) -> None:
+        """``pipeline_id`` has ended or was handed back: free what it holds (real workers)."""

@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
 from jigsaw_engine.train.rl_job import RLJob
@@ -32,6 +33,8 @@ class NodeReport:
     duration_s: float
     step_metrics: dict[str, float] | None = None
     """The step's metrics, on the node that closes a step (weight sync)."""
+    samples: list[dict[str, Any]] | None = None
+    """A few of the step's completions with their rewards, on the same node."""
 
 
 class RealPipeline:
@@ -64,7 +67,8 @@ class RealPipeline:
     def run_node(self, node: SubStage) -> NodeReport:
         started = time.perf_counter()
         metrics = self._run(node)
-        return NodeReport(node.node_id, time.perf_counter() - started, metrics)
+        samples = list(self.job.recent_samples) if metrics is not None else None
+        return NodeReport(node.node_id, time.perf_counter() - started, metrics, samples)
 
     def _run(self, node: SubStage) -> dict[str, float] | None:
         job, kind = self.job, node.kind

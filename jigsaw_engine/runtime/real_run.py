@@ -2,9 +2,10 @@
 
 Each policy gets freshly built pipelines from the same specs and seeds (so the same warmed-up
 policies and the same data), runs them to the end on the wall clock, and is reported with the
-real token counts the engines produced. ``serial`` runs one pipeline at a time (verl on a
-shared cluster, one job after another); ``dedicated`` gives each pipeline its own devices at
-once (verl with static partitions); ``jigsaw`` and ``greedy`` multiplex sub-stages. ``verl`` in
+real token counts the engines produced. ``serial`` runs one pipeline at a time with the cluster
+to itself (verl on a shared cluster, one job after another, each at its best width);
+``dedicated`` gives each pipeline its own devices at once (verl with static partitions);
+``jigsaw`` and ``greedy`` multiplex sub-stages. ``verl`` in
 the report is the better of ``serial`` and ``dedicated``, as in the simulator.
 """
 
@@ -74,10 +75,7 @@ def run_real_workload(
     }
     for policy in policies:
         if policy == "serial":
-            runs = [
-                _run(workload.cluster, "dedicated", {pid: spec}, make_executor, progress, label="serial")
-                for pid, spec in specs.items()
-            ]
+            runs = [_run_alone(workload.cluster, pid, spec, make_executor, progress) for pid, spec in specs.items()]
             result["policies"]["serial"] = _merge_serial(runs)
         else:
             result["policies"][policy] = _run(workload.cluster, policy, specs, make_executor, progress, label=policy)
@@ -88,6 +86,30 @@ def run_real_workload(
     if "serial" in result["policies"]:
         _add_latency_ratios(result)
     return result
+
+
+def _run_alone(
+    cluster: ClusterSpec,
+    pid: str,
+    spec: Mapping[str, Any],
+    make_executor: ExecutorFactory,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    """verl-serial's turn for one pipeline: the cluster to itself. Its best configuration is
+    searched, as the simulator does for every baseline: the width it asked for, and every
+    device of the cluster (more data-parallel workers; on a CPU that need not be faster)."""
+    widths = [parse_pipeline_spec(spec).resources.num_gpus]
+    tp = parse_pipeline_spec(spec).resources.tp
+    whole = cluster.num_devices // tp * tp
+    if whole > widths[0]:
+        widths.append(whole)
+    runs = []
+    for width in widths:
+        resized = {**spec, "resources": {**dict(spec.get("resources", {})), "num_gpus": width}}
+        run = _run(cluster, "dedicated", {pid: resized}, make_executor, progress, label=f"serial/{width}")
+        run["pipelines"][pid]["serial_width"] = width
+        runs.append(run)
+    return min(runs, key=lambda r: r["makespan_s"])
 
 
 def _run(

@@ -15,6 +15,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
+from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
 from jigsaw_engine.runtime.protocol import Task, TaskFinished
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
@@ -34,7 +35,12 @@ class NodeExecutor(Protocol):
         """The handles that have finished, waiting up to ``timeout_s`` for the first one."""
 
     def result(self, handle: Hashable) -> NodeReport:
-        """The finished node's report; raises what the node raised."""
+        """The finished node's report; raises what the node raised (``WorkerLostError``
+        when the process running it died)."""
+
+    def release(self, pipeline_id: str) -> None:
+        """The controller is done with ``pipeline_id``: an executor serving a long-running
+        engine frees its workers; one serving a single run keeps them for the report."""
 
 
 class ThreadExecutor:
@@ -57,6 +63,9 @@ class ThreadExecutor:
         assert isinstance(handle, Future)
         report: NodeReport = handle.result()
         return report
+
+    def release(self, pipeline_id: str) -> None:
+        """Kept: ``jigsaw run`` reads every pipeline's metrics after the run."""
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -111,6 +120,10 @@ class RealRuntime:
                 continue
             try:
                 report = self._executor.result(handle)
+            except WorkerLostError as exc:  # the process died, not the work: resumable
+                logger.warning("sub-stage %s lost its worker: %s", entry.task.task_id, exc)
+                finished.append(TaskFinished(entry.task, entry.start_s, end_s, error=str(exc), lost=True))
+                continue
             except Exception as exc:  # the pipeline fails; the others go on
                 logger.warning("sub-stage %s failed", entry.task.task_id, exc_info=True)
                 finished.append(TaskFinished(entry.task, entry.start_s, end_s, error=f"{type(exc).__name__}: {exc}"))
@@ -127,6 +140,9 @@ class RealRuntime:
                 self._aborted.add(handle)
                 stopped.append(entry.task)
         return stopped
+
+    def release(self, pipeline_id: str) -> None:
+        self._executor.release(pipeline_id)
 
     def device_load(self) -> dict[int, float]:
         load: dict[int, float] = {}

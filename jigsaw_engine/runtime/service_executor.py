@@ -2,7 +2,8 @@
 
 ``jigsaw run`` builds every pipeline before the clock starts; a service cannot. Here a
 pipeline is registered when it is submitted and built (tiny policy, warm-up, workers) by its
-first sub-stage, on a worker thread, so the engine keeps scheduling meanwhile. Each finished
+first sub-stage, on a worker thread (or, on Ray, in its own actor:
+:mod:`jigsaw_engine.runtime.ray.service_actors`), so the engine keeps scheduling meanwhile. Each finished
 step leaves its real metrics (the job's own, verl-named) and a few sampled completions for
 the controller to report.
 """
@@ -14,12 +15,12 @@ import threading
 from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
-from jigsaw_engine.runtime.real_runtime import RealRuntime, ThreadExecutor
+from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime, ThreadExecutor
 from jigsaw_engine.spec.pipeline import PipelineSpec
 
 logger = logging.getLogger(__name__)
@@ -50,9 +51,16 @@ class ServiceExecutor(ThreadExecutor):
         self._building: dict[str, threading.Lock] = {}
 
     def register(self, pipeline_id: str, spec: PipelineSpec) -> None:
+        """A new pipeline, or one handed back and submitted again (its spec says where to resume)."""
         with self._lock:
-            self._specs.setdefault(pipeline_id, spec)
+            self._specs[pipeline_id] = spec
             self._building.setdefault(pipeline_id, threading.Lock())
+
+    def release(self, pipeline_id: str) -> None:
+        """Forget an ended pipeline: a long-running service must not keep every job's model."""
+        with self._lock:
+            self.pipelines.pop(pipeline_id, None)
+            self._specs.pop(pipeline_id, None)
 
     def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
         return self._pool.submit(self._run, pipeline_id, node)
@@ -86,20 +94,30 @@ class ServiceExecutor(ThreadExecutor):
         report = pipeline.run_node(node)
         if report.step_metrics is not None:
             with self._lock:
-                self._reports[(pipeline_id, node.step)] = StepReport(
-                    dict(report.step_metrics), list(pipeline.job.recent_samples)
-                )
+                self._reports[(pipeline_id, node.step)] = StepReport(dict(report.step_metrics), report.samples or [])
         return report
+
+
+class ServiceNodeExecutor(NodeExecutor, Protocol):
+    """An executor for the service: pipelines are registered as they come, and each finished
+    step's report is picked up once."""
+
+    def register(self, pipeline_id: str, spec: PipelineSpec) -> None: ...
+
+    def step_report(self, pipeline_id: str, step: int) -> StepReport | None: ...
+
+    def shutdown(self) -> None: ...
 
 
 class ServiceBackend:
     """What a :class:`~jigsaw_engine.control.local_engine.LocalEngine` needs to run real
-    pipelines: the runtime, where specs go on submit, and each step's real report."""
+    pipelines: the runtime, where specs go on submit, and each step's real report. The
+    pipelines run on threads of the engine's process, or (on Ray) each in its own actor."""
 
     poll_s = SERVICE_POLL_S
 
-    def __init__(self, options: RealJobOptions, *, train_parts: int, checkpoint_root: Path | None = None) -> None:
-        self.executor = ServiceExecutor(options, train_parts=train_parts, checkpoint_root=checkpoint_root)
+    def __init__(self, executor: ServiceNodeExecutor) -> None:
+        self.executor = executor
         self.runtime = RealRuntime(self.executor)
 
     def register(self, pipeline_id: str, spec: PipelineSpec) -> None:

@@ -123,6 +123,9 @@ class SimRuntime:
     def device_load(self) -> dict[int, float]:
         return dict(self._load)
 
+    def release(self, pipeline_id: str) -> None:
+        """Nothing to free: a simulated pipeline holds no workers."""
+
     def rate_of(self, task_id: str) -> float:
         """The current speed of a running task relative to the device to itself."""
         return self._running[task_id].rate

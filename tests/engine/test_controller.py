@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import pytest
 
 from jigsaw_engine.contracts import EventKind, PipelineState
-from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.control.cluster_controller import MAX_WORKER_LOSSES, ClusterController
 from jigsaw_engine.control.local_engine import LocalEngine
 from jigsaw_engine.errors import DuplicatePipelineError, SpecError
+from jigsaw_engine.graph.substage import SubStageKind
+from jigsaw_engine.runtime.protocol import TaskFinished
+from jigsaw_engine.sim.sim_runtime import SimRuntime
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 
@@ -120,3 +124,39 @@ def test_local_engine_rejects_non_positive_speed() -> None:
     with pytest.raises(ValueError, match="speed must be > 0"):
         LocalEngine(make_cluster(8), speed=0)
     LocalEngine(make_cluster(8), speed=math.inf).close()
+
+
+class _WorkerDiesUnderDecode(SimRuntime):
+    """A runtime whose worker process dies under every decode sub-stage of ``victim``: what
+    the real runtime reports when a job's actor is killed mid-generation."""
+
+    def __init__(self, num_devices: int, victim: str) -> None:
+        super().__init__(num_devices)
+        self.victim = victim
+
+    def advance_to(self, time_s: float) -> list[TaskFinished]:
+        return [
+            replace(f, error="the worker process died", lost=True)
+            if f.task.pipeline_id == self.victim and f.task.node.kind is SubStageKind.DECODE
+            else f
+            for f in super().advance_to(time_s)
+        ]
+
+
+def test_a_lost_worker_hands_the_pipeline_back_and_a_worker_that_keeps_dying_fails_it() -> None:
+    cluster = make_cluster(4)
+    controller = ClusterController(cluster, make_cost(), runtime=_WorkerDiesUnderDecode(4, victim="doomed"))
+    controller.submit("doomed", make_spec(resources={"num_gpus": 2}))
+    controller.submit("other", make_spec(resources={"num_gpus": 2}))
+    for attempt in range(1, MAX_WORKER_LOSSES + 1):
+        controller.run_until_idle()
+        # Handed back, not failed: the engine forgets it (as a restart would) and says why;
+        # its devices go on serving the other pipeline.
+        assert not controller.knows("doomed")
+        lost = [e for e in controller.events.since(0, 10_000) if e.pipeline_id == "doomed" and e.kind is EventKind.LOG]
+        assert len(lost) == attempt and "worker lost" in lost[-1].data["message"]
+        assert "failed" not in statuses(controller, "doomed")
+        controller.submit("doomed", make_spec(resources={"num_gpus": 2}))  # the control plane resubmits
+    controller.run_until_idle()
+    assert controller.state_of("doomed") is PipelineState.FAILED
+    assert controller.state_of("other") is PipelineState.SUCCEEDED

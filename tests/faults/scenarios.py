@@ -98,6 +98,15 @@ def kill_engine_controller(stack: FaultStack) -> None:
     subprocess.run(["kill", "-9", *pids], check=True)
 
 
+def kill_job_worker(stack: FaultStack) -> None:
+    """SIGKILL the real job's own actor process (its rollout workers and trainer); the engine
+    hands the job back and the reconciler resumes it from its checkpoint."""
+    pids = subprocess.run(["pgrep", "-f", "ray::PipelineActor"], capture_output=True, text=True).stdout.split()
+    if not pids:
+        raise RuntimeError("no job worker process found")
+    subprocess.run(["kill", "-9", *pids], check=True)
+
+
 def restart_redis(stack: FaultStack) -> None:
     stack.redis.kill()
     time.sleep(1.0)
@@ -126,17 +135,21 @@ SCENARIOS = [
     Scenario("Redis restarted", restart_redis, "step:2"),
     Scenario("Postgres restarted", restart_postgres, "step:2"),
     Scenario("web server killed", restart_web, "step:2"),
-    # Real mode: the rollout workers and the trainer run in the engine's process, so killing it
-    # while a real sub-stage runs kills generation mid-way or an update between optimizer steps.
+    # Real mode: each job's rollout workers and trainer run in an actor process of its own.
+    # Killing it mid-generation or between two optimizer steps of an update costs the job its
+    # step; killing the engine mid-generation takes every job's actor with it.
+    Scenario(
+        "job worker killed mid-generation (real)", kill_job_worker, "running:decode", engine_loses_jobs=True, real=True
+    ),
+    Scenario(
+        "job worker killed mid-update (real)", kill_job_worker, "running:train", engine_loses_jobs=True, real=True
+    ),
     Scenario(
         "engine killed mid-generation (real)",
         kill_engine_controller,
         "running:decode",
         engine_loses_jobs=True,
         real=True,
-    ),
-    Scenario(
-        "engine killed mid-update (real)", kill_engine_controller, "running:train", engine_loses_jobs=True, real=True
     ),
 ]
 REAL_FAILPOINTS = "rollout.mid_generation=sleep:1,train.mid_update=sleep:1"

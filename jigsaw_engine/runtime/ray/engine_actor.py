@@ -43,7 +43,10 @@ class EngineActor:
         from jigsaw_engine.api import EngineConfig, start_local_engine
 
         cluster = ClusterSpec(**config.pop("cluster"))
-        self._engine: LocalEngine = start_local_engine(EngineConfig(cluster=cluster, **config))  # type: ignore[assignment]
+        # Real jobs each in an actor of their own: separate cores, and a crash costs one job a step.
+        self._engine: LocalEngine = start_local_engine(  # type: ignore[assignment]
+            EngineConfig(cluster=cluster, **config), pipeline_actors=True
+        )
 
     def engine_id(self) -> str:
         return self._engine.engine_id

@@ -10,37 +10,66 @@ is a core.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import ray
 
 from jigsaw_engine.graph.substage import SubStage
-from jigsaw_engine.runtime.real_jobs import RealJobOptions
-from jigsaw_engine.runtime.real_pipeline import NodeReport
+from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
+from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
 from jigsaw_engine.sim.lengths import SequencePlan
+from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 
 
 @ray.remote(max_concurrency=8)  # type: ignore[call-overload]
 class PipelineActor:
-    def __init__(self, spec: dict[str, Any], train_parts: int, torch_threads: int, options: RealJobOptions) -> None:
+    def __init__(
+        self,
+        spec: PipelineSpec | dict[str, Any],
+        train_parts: int,
+        torch_threads: int,
+        options: RealJobOptions,
+        start_step: int | None = None,
+    ) -> None:
+        """``start_step`` as :class:`RealPipeline` takes it: None resumes after the latest
+        checkpoint in ``options.checkpoint_dir`` (a restarted actor), a number after that step."""
         import torch
-
-        from jigsaw_engine.runtime.real_jobs import build_real_pipeline
-        from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 
         torch.set_num_threads(torch_threads)
         self._all_cores = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
-        self._pipeline = build_real_pipeline(parse_pipeline_spec(spec), train_parts=train_parts, options=options)
+        self._spec = spec if isinstance(spec, PipelineSpec) else parse_pipeline_spec(spec)
+        self._train_parts = train_parts
+        self._options = options
+        self._start_step = start_step
+        self._build_lock = threading.Lock()
+        self._built: RealPipeline | None = None
+
+    @property
+    def _pipeline(self) -> RealPipeline:
+        """Built by the first call, not the constructor: a spec that cannot be built is then a
+        failed call (the job fails, saying why), never a dead actor (a lost worker)."""
+        with self._build_lock:
+            if self._built is None:
+                self._built = build_real_pipeline(
+                    self._spec, train_parts=self._train_parts, options=self._options, start_step=self._start_step
+                )
+            return self._built
+
+    def build(self) -> None:
+        """Build now (tokenizer, warm-up: seconds), so that the first node does not pay it."""
+        _ = self._pipeline
 
     def run_node(self, node: SubStage, cores: tuple[int, ...]) -> NodeReport:
         """Run ``node`` with this thread pinned to ``cores``: on a CPU cluster a device is a
         core, and pinning makes the scheduler's placement the real one (the OS would otherwise
         spread every thread over every core)."""
+        pipeline = self._pipeline
         if hasattr(os, "sched_setaffinity"):
             # 0 = the calling thread on Linux; host-bound nodes (no devices) may use any core.
             os.sched_setaffinity(0, set(cores) or self._all_cores)
-        return self._pipeline.run_node(node)
+        return pipeline.run_node(node)
 
     def step_metrics(self) -> list[dict[str, float]]:
         return list(self._pipeline.step_metrics)
@@ -67,6 +96,16 @@ class PipelineActor:
         }
 
 
+def wait_for_refs(handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
+    """Every finished handle, waiting up to ``timeout_s`` for the first (the executors' ``wait``)."""
+    refs = list(handles)
+    ready, rest = ray.wait(refs, num_returns=1, timeout=max(0.0, timeout_s))
+    if ready and rest:
+        more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
+        ready += more
+    return list(ready)
+
+
 class RayExecutor:
     """:class:`~jigsaw_engine.runtime.real_runtime.NodeExecutor` over one actor per pipeline."""
 
@@ -89,7 +128,7 @@ class RayExecutor:
             for pid, spec in specs.items()
         }
         # Building a pipeline (tokenizer, warm-up) takes seconds: wait here, not inside a node.
-        ray.get([actor.step_metrics.remote() for actor in self.actors.values()])
+        ray.get([actor.build.remote() for actor in self.actors.values()])
 
     def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
         cores = tuple(d % self._num_cores for d in devices) if self._pin else ()
@@ -97,17 +136,15 @@ class RayExecutor:
         return ref
 
     def wait(self, handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
-        refs = list(handles)
-        ready, rest = ray.wait(refs, num_returns=1, timeout=max(0.0, timeout_s))
-        if ready and rest:
-            more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-            ready += more
-        return list(ready)
+        return wait_for_refs(handles, timeout_s)
 
     def result(self, handle: Hashable) -> NodeReport:
         get: Any = ray.get  # handles are ObjectRefs, typed as Hashable at the protocol
         report: NodeReport = get(handle)
         return report
+
+    def release(self, pipeline_id: str) -> None:
+        """Kept: the run's report reads every actor's metrics after the run."""
 
     def step_metrics(self) -> dict[str, list[dict[str, float]]]:
         return {pid: ray.get(actor.step_metrics.remote()) for pid, actor in self.actors.items()}

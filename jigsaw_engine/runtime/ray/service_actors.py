@@ -1,0 +1,111 @@
+"""The service's real pipelines on Ray: each job in its own :class:`PipelineActor` process.
+
+On threads of the engine's process (:class:`~jigsaw_engine.runtime.service_executor.ServiceExecutor`)
+every job shares one interpreter, and a crash in one takes the engine down. Here each job's
+policy, trainer and rollout workers live in an actor of their own: jobs really run on
+separate cores, and a worker process that dies (killed, out of memory, its node gone) costs
+that job its current step, not the engine. The executor reports such a death as
+:class:`~jigsaw_engine.errors.WorkerLostError`; the controller hands the job back, and the
+control plane resumes it from its latest checkpoint.
+
+The actors are owned by the engine's actor, so they die with it (an engine restart resumes
+every job from its checkpoint anyway).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Hashable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from jigsaw_engine.errors import WorkerLostError
+from jigsaw_engine.graph.substage import SubStage
+from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor, wait_for_refs
+from jigsaw_engine.runtime.real_jobs import RealJobOptions
+from jigsaw_engine.runtime.real_pipeline import NodeReport
+from jigsaw_engine.runtime.service_executor import StepReport
+from jigsaw_engine.spec.pipeline import PipelineSpec
+
+
+class ActorServiceExecutor:
+    """A :class:`~jigsaw_engine.runtime.service_executor.ServiceNodeExecutor` with one actor per job."""
+
+    def __init__(
+        self, options: RealJobOptions, *, train_parts: int, checkpoint_root: Path | None = None, torch_threads: int = 1
+    ) -> None:
+        self._options = options
+        self._train_parts = train_parts
+        self._checkpoint_root = checkpoint_root
+        self._torch_threads = torch_threads
+        self._num_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else 0
+        self._lock = threading.Lock()
+        self._specs: dict[str, PipelineSpec] = {}
+        self._actors: dict[str, Any] = {}
+        self._nodes: dict[Hashable, tuple[str, int]] = {}
+        """Object ref of a running node -> (pipeline id, step)."""
+        self._reports: dict[tuple[str, int], StepReport] = {}
+
+    def register(self, pipeline_id: str, spec: PipelineSpec) -> None:
+        with self._lock:
+            self._specs[pipeline_id] = spec
+
+    def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
+        cores = tuple(d % self._num_cores for d in devices) if self._num_cores else ()
+        ref: Hashable = self._actor(pipeline_id).run_node.remote(node, cores)
+        with self._lock:
+            self._nodes[ref] = (pipeline_id, node.step)
+        return ref
+
+    def wait(self, handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
+        return wait_for_refs(handles, timeout_s)
+
+    def result(self, handle: Hashable) -> NodeReport:
+        with self._lock:
+            pipeline_id, step = self._nodes.pop(handle)
+        get: Any = ray.get  # handles are ObjectRefs, typed as Hashable at the protocol
+        try:
+            report: NodeReport = get(handle)
+        except RayActorError as exc:  # the process died; a failing node raises RayTaskError
+            raise WorkerLostError(f"the worker process of {pipeline_id} died ({type(exc).__name__})") from exc
+        if report.step_metrics is not None:
+            with self._lock:
+                self._reports[(pipeline_id, step)] = StepReport(dict(report.step_metrics), report.samples or [])
+        return report
+
+    def step_report(self, pipeline_id: str, step: int) -> StepReport | None:
+        with self._lock:
+            return self._reports.pop((pipeline_id, step), None)
+
+    def release(self, pipeline_id: str) -> None:
+        """The job ended or was handed back: its process goes (a resubmission starts a new one)."""
+        with self._lock:
+            actor = self._actors.pop(pipeline_id, None)
+            self._specs.pop(pipeline_id, None)
+        if actor is not None:
+            ray.kill(actor, no_restart=True)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            actors, self._actors = list(self._actors.values()), {}
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
+
+    def _actor(self, pipeline_id: str) -> Any:
+        with self._lock:
+            actor = self._actors.get(pipeline_id)
+            if actor is None:
+                spec = self._specs[pipeline_id]
+                options = self._options
+                if self._checkpoint_root is not None:
+                    options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
+                # No CPUs reserved from Ray: the scheduler, not Ray, decides which cores a job uses.
+                actor = self._actors[pipeline_id] = PipelineActor.options(num_cpus=0).remote(  # type: ignore[attr-defined]
+                    spec, self._train_parts, self._torch_threads, options, spec.start_step
+                )
+            return actor

@@ -1,0 +1,99 @@
+"""The engine as its Ray actor runs it in real mode: each job in a process of its own, freed when
+the job ends; a job whose process is killed mid-step is handed back and resumes from its
+checkpoint with no step lost or repeated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from jigsaw_engine.api import EngineConfig, start_local_engine
+from jigsaw_engine.contracts import EngineHost, EventKind
+from tests.train.test_real_runtime import tiny_spec
+from tests.train.test_real_service import wait_until_ended
+
+pytestmark = pytest.mark.slow
+
+
+def pipeline_processes() -> set[int]:
+    found = subprocess.run(["pgrep", "-f", "ray::PipelineActor"], capture_output=True, text=True).stdout.split()
+    return {int(pid) for pid in found}
+
+
+def real_engine(tmp_path: Path) -> EngineHost:
+    config = EngineConfig.from_mapping(
+        {"num_nodes": 1, "devices_per_node": 2, "device_type": "cpu"},
+        mode="real",
+        real_cache_dir=str(tmp_path / "policies"),
+        real_checkpoint_dir=str(tmp_path / "checkpoints"),
+    )
+    return start_local_engine(config, pipeline_actors=True)
+
+
+def wait_for(condition, timeout_s: float = 120, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def steps_reported(engine: EngineHost, pipeline_id: str) -> list[int]:
+    events = engine.events_since(0, 100_000).events
+    return [e.data["step"] for e in events if e.pipeline_id == pipeline_id and e.kind is EventKind.METRICS]
+
+
+def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_cluster, tmp_path: Path) -> None:
+    before = pipeline_processes()
+    engine = real_engine(tmp_path)
+    try:
+        engine.submit("math", tiny_spec("math", steps=2))
+        engine.submit("refine", tiny_spec("refine", workload="aime_refine", steps=2, seed=1))
+        during = wait_for(lambda: pipeline_processes() - before if len(pipeline_processes() - before) == 2 else None)
+        events = wait_until_ended(engine, {"math", "refine"})
+        wait_for(lambda: not (pipeline_processes() & during), 30, "the jobs' processes to exit")
+    finally:
+        engine.close()
+    for pid in ("math", "refine"):
+        mine = [e for e in events if e.pipeline_id == pid]
+        assert [e.data["status"] for e in mine if e.kind is EventKind.STATUS][-1] == "succeeded"
+        assert [e.data["step"] for e in mine if e.kind is EventKind.METRICS] == [1, 2]
+        assert [e.data["step"] for e in mine if e.kind is EventKind.SAMPLES] == [1, 2]
+
+
+def test_a_job_whose_process_is_killed_mid_step_is_handed_back_and_resumes_from_its_checkpoint(
+    ray_cluster, tmp_path: Path
+) -> None:
+    before = pipeline_processes()
+    engine = real_engine(tmp_path)
+    try:
+        engine.submit("math", tiny_spec("math", steps=4))
+        wait_for(lambda: steps_reported(engine, "math"), what="the first step")
+        (victim,) = pipeline_processes() - before
+        os.kill(victim, signal.SIGKILL)  # during step 2 (steps take about a second here)
+        wait_for(lambda: "math" not in engine.pipeline_states(), 60, "the job to be handed back")
+        done = steps_reported(engine, "math")
+        assert done[-1] < 4, "the kill must land while steps remain"
+        events = engine.events_since(0, 100_000).events
+        assert any(e.kind is EventKind.LOG and "worker lost" in e.data["message"] for e in events)
+        assert not [e for e in events if e.kind is EventKind.STATUS and e.data["status"] == "failed"]
+
+        # What the control plane's reconciler does: submit it again after its last stored step.
+        resumed = tiny_spec("math", steps=4)
+        resumed["trainer"]["start_step"] = done[-1]
+        engine.submit("math", resumed)
+        events = wait_until_ended(engine, {"math"})
+    finally:
+        engine.close()
+    steps = [e.data["step"] for e in events if e.pipeline_id == "math" and e.kind is EventKind.METRICS]
+    assert steps == list(range(1, 5)), steps  # each step once: none lost, none repeated
+    assert [e.data["status"] for e in events if e.pipeline_id == "math" and e.kind is EventKind.STATUS][-1] == (
+        "succeeded"
+    )
