@@ -129,7 +129,7 @@ def _run(
         cluster,
         cost,
         runtime=runtime,
-        scheduler=make_scheduler(policy, cluster, cost),
+        scheduler=make_scheduler(policy, cluster, cost, fixed_width=True),
         graph_config=graph_config,
     )
     totals = {pid: parse_pipeline_spec(spec).total_steps for pid, spec in specs.items()}
@@ -204,7 +204,11 @@ def predict_with_simulator(
         return plans[by_spec[id(spec)]][step]
 
     controller = ClusterController(
-        cluster, cost, scheduler=make_scheduler(policy, cluster, cost), graph_config=graph_config, plans=recorded
+        cluster,
+        cost,
+        scheduler=make_scheduler(policy, cluster, cost, fixed_width=True),
+        graph_config=graph_config,
+        plans=recorded,
     )
     for pid, spec in parsed.items():
         controller.submit(pid, spec, schedule=False)

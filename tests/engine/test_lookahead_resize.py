@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 
 from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy
+from jigsaw_engine.contracts import PipelineState
+from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.sched.projection import Demand, StepProfile, balanced_widths, fair_floor
+from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
 from jigsaw_engine.spec.mixes import build_mix
+from tests.engine.builders import make_cluster, make_cost, make_spec
 
 
 def test_an_async_step_overlaps_rollout_with_training() -> None:
@@ -74,3 +78,26 @@ def test_look_ahead_moves_devices_to_the_pipeline_that_ends_last_and_beats_greed
     asked = {pid: s.resources.num_gpus // s.resources.tp for pid, s in specs.items()}
     workers = {pid: len(w) for pid, w in widths.items()}
     assert any(workers[p] > asked[p] for p in asked), (workers, asked)  # some home grew past its ask
+
+
+@pytest.mark.parametrize("policy", ["jigsaw", "greedy"])
+def test_fixed_width_pipelines_keep_their_asked_width(policy: str) -> None:
+    """Real pipelines are built with one rollout engine per asked worker, in one process: a
+    step cannot run wider. With ``fixed_width`` no sub-stage of theirs spans more devices than
+    they asked for, though without it the same run widens (the spare devices are there)."""
+    cluster = make_cluster(4)
+
+    def widest(fixed_width: bool) -> int:
+        controller = ClusterController(
+            cluster,
+            make_cost(),
+            scheduler=make_scheduler(policy, cluster, make_cost(), fixed_width=fixed_width),
+            graph_config=graph_config_for(policy),
+        )
+        controller.submit("a", make_spec(resources={"num_gpus": 1}, trainer={"total_steps": 4}))
+        controller.run_until_idle()
+        assert controller.state_of("a") is PipelineState.SUCCEEDED
+        return max(len(span.devices) for span in controller.timeline)
+
+    assert widest(fixed_width=False) > 1
+    assert widest(fixed_width=True) == 1
