@@ -63,6 +63,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "webapp.login_throttle.LoginThrottleMiddleware",  # after sessions and CSRF: it reads the form
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -210,6 +211,7 @@ REST_FRAMEWORK = {
 }
 API_MAX_BODY_BYTES = int(env_float("API_MAX_BODY_BYTES", 1024 * 1024))  # larger: 413 (webapp/request_limits.py)
 API_BAD_TOKEN_RATE = env_str("API_BAD_TOKEN_RATE", "30/min")  # bad tokens per address, then 429
+LOGIN_FAILURE_RATE = env_str("LOGIN_FAILURE_RATE", "10/min")  # failed sign-ins per address and per username
 SPECTACULAR_SETTINGS = {
     "TITLE": "JigsawRL API",
     "DESCRIPTION": "Submit and watch RL post-training jobs on a shared cluster.",

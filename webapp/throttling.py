@@ -45,27 +45,25 @@ class JobCreateRateThrottle(CallerRateThrottle):
     scope = "job_create"
 
 
-class BadTokenGuard:
-    """Per client address: ``allowed`` bad tokens in a window that opens with the first one,
-    then every token is refused until the window closes.
+class FailureGuard:
+    """Per key (a client address, a username): ``allowed`` failures in a window that opens with
+    the first one, then every attempt is refused until the window closes.
 
     Two cache keys (the count, the window's start) rather than DRF's history list: the count
     is incremented atomically in Redis, so concurrent guesses cannot race past the limit."""
 
-    def __init__(self, rate: str | None = None) -> None:
-        allowed, period = SimpleRateThrottle.parse_rate(
-            None, rate or getattr(settings, "API_BAD_TOKEN_RATE", DEFAULT_BAD_TOKEN_RATE)
-        )
+    def __init__(self, rate: str, *, scope: str) -> None:
+        allowed, period = SimpleRateThrottle.parse_rate(None, rate)
         assert allowed is not None and period is not None
         self.allowed, self.period = allowed, period
+        self.scope = scope
 
-    @staticmethod
-    def _keys(address: str) -> tuple[str, str]:
-        base = f"throttle_bad_token_{address}"
+    def _keys(self, key: str) -> tuple[str, str]:
+        base = f"throttle_{self.scope}_{key}"
         return f"{base}_count", f"{base}_since"
 
     def wait_s(self, address: str) -> float | None:
-        """Seconds until ``address`` may present a token again; None when it may now."""
+        """Seconds until ``address`` may try again; None when it may now."""
         count_key, since_key = self._keys(address)
         found = cache.get_many([count_key, since_key])
         if int(found.get(count_key) or 0) < self.allowed:
@@ -82,6 +80,13 @@ class BadTokenGuard:
             cache.incr(count_key)
         except ValueError:  # the count expired first
             cache.set(count_key, 1, timeout=self.period)
+
+
+class BadTokenGuard(FailureGuard):
+    """API tokens, per client address (``API_BAD_TOKEN_RATE``)."""
+
+    def __init__(self, rate: str | None = None) -> None:
+        super().__init__(rate or getattr(settings, "API_BAD_TOKEN_RATE", DEFAULT_BAD_TOKEN_RATE), scope="bad_token")
 
 
 def client_address(meta: dict[str, Any]) -> str:
