@@ -618,6 +618,8 @@ async def run_clients(
         ) as http:
             while True:
                 if interval:
+                    if due >= end:
+                        return  # not sleeping till a send that would not happen (slow rates)
                     await asyncio.sleep(max(0.0, due - loop.time()))
                     sent_at, due = due, due + interval
                 else:

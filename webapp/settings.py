@@ -121,7 +121,12 @@ else:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "jigsaw")},
+            # redis-py's default read timeout (5 s) equals channels_redis's blocking pop (5 s):
+            # a receive idle for 5 s raised TimeoutError and killed the WebSocket consumer.
+            "CONFIG": {
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 15}],
+                "prefix": env_str("CHANNELS_PREFIX", "jigsaw"),
+            },
         }
     }
 # Throttle counters must be shared by every server process: Redis, except standalone.

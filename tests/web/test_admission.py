@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 from rest_framework.test import APIClient
 
-from tenants.models import Quota
+from tenants.models import QUOTA_DECISIONS_LOCK_KEY, Quota
 from tests.engine.builders import make_spec
 from webapp import engine_gateway
 from webapp.jobs import admission, services
@@ -171,10 +171,10 @@ def test_only_one_process_admits_at_a_time(make_actor) -> None:
     with psycopg.connect(
         host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname=connection.settings_dict["NAME"]
     ) as other:
-        other.execute("SELECT pg_advisory_lock(%s)", [admission.ADMISSION_LOCK_KEY])
+        other.execute("SELECT pg_advisory_lock(%s)", [QUOTA_DECISIONS_LOCK_KEY])
         assert admission.admission_tick().leader is False
         assert not admitted(job)
-        other.execute("SELECT pg_advisory_unlock(%s)", [admission.ADMISSION_LOCK_KEY])
+        other.execute("SELECT pg_advisory_unlock(%s)", [QUOTA_DECISIONS_LOCK_KEY])
     assert admission.admission_tick().admitted == [str(job.pk)]
 
 
@@ -231,11 +231,11 @@ def test_a_quota_edit_waits_for_the_admission_pass_in_progress(make_actor) -> No
     with psycopg.connect(
         host=db["HOST"], port=db["PORT"] or 5432, user=db["USER"], dbname=connection.settings_dict["NAME"]
     ) as other:
-        other.execute("SELECT pg_advisory_lock(%s)", [admission.ADMISSION_LOCK_KEY])  # a pass deciding
+        other.execute("SELECT pg_advisory_lock(%s)", [QUOTA_DECISIONS_LOCK_KEY])  # a pass deciding
         thread = threading.Thread(target=edit)
         thread.start()
         assert not done.wait(1.0), "the quota changed under a pass in progress"
-        other.execute("SELECT pg_advisory_unlock(%s)", [admission.ADMISSION_LOCK_KEY])
+        other.execute("SELECT pg_advisory_unlock(%s)", [QUOTA_DECISIONS_LOCK_KEY])
     thread.join(timeout=10)
     assert done.is_set()
     assert Quota.objects.get(tenant=a.tenant).max_running_jobs == 1

@@ -1,8 +1,8 @@
 """Admission: which queued jobs get capacity now, and why the others wait.
 
 One pass (``admission_tick``) runs in one transaction under a Postgres advisory lock, so
-exactly one process admits at a time however many workers and beats run; the quota rows
-of the tenants involved are locked too, so an admin's quota edit waits for the pass.
+exactly one process admits at a time however many workers and beats run; an admin's quota
+edit takes the same lock (``QUOTA_DECISIONS_LOCK_KEY``), so it waits for the pass.
 
 Order: priority (higher first), then fair share (a tenant's decayed GPU-seconds plus what it
 holds now, divided by its weight; lower first), then submission time. A job waits with one
@@ -37,11 +37,11 @@ from webapp.jobs.usage import decayed_gpu_seconds, month_gpu_hours
 
 logger = logging.getLogger(__name__)
 
-ADMISSION_LOCK_KEY = QUOTA_DECISIONS_LOCK_KEY
-"""Postgres advisory lock held by the process running an admission pass (and by quota edits)."""
-
 HOLD_WEIGHT_S = 3600.0
 """In fair share, each GPU a tenant holds now counts as this many GPU-seconds of usage."""
+
+QUEUED_FIELDS = ("id", "tenant_id", "name", "num_gpus", "priority", "created_at", "status_reason")
+"""What a pass reads of each queued job: not the specs, which a long queue would drag along."""
 
 HOLDING_STATUSES = (
     JobStatus.QUEUED,
@@ -73,12 +73,17 @@ def _try_lock() -> bool:
     if connection.vendor != "postgresql":
         return True  # standalone (SQLite, one process): nothing to race with
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [ADMISSION_LOCK_KEY])
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [QUOTA_DECISIONS_LOCK_KEY])
         return bool(cursor.fetchone()[0])
 
 
 def admission_tick() -> AdmissionResult:
-    """Admit what fits, in order; record why the rest waits; start reclaims. Idempotent."""
+    """Admit what fits, in order; record why the rest waits; start reclaims. Idempotent.
+
+    Its writes follow what changed, not the queue's length: queued rows are read without row
+    locks (narrow columns only), a waiting job's reason is written only when its text changes
+    (the texts carry no volatile numbers such as the free GPU count), and each admit or reason
+    write is a guarded update of that one row, so a cancel that got there first wins."""
     from webapp.jobs import services
 
     with transaction.atomic():
@@ -86,20 +91,17 @@ def admission_tick() -> AdmissionResult:
             return AdmissionResult(leader=False)
         device_type, capacity = engine_gateway.cluster_capacity()
         waiting = list(
-            Job.objects.select_for_update(skip_locked=True)
-            .filter(status=JobStatus.QUEUED, admitted_at__isnull=True)
+            Job.objects.filter(status=JobStatus.QUEUED, admitted_at__isnull=True)
+            .only(*QUEUED_FIELDS)
             .order_by("created_at", "id")
         )
-        tenant_ids = sorted({j.tenant_id for j in waiting} | set(holding_jobs().values_list("tenant_id", flat=True)))
+        holding = list(holding_jobs().values("tenant_id").annotate(g=Sum("num_gpus"), n=Count("pk")))
+        held = defaultdict(int, {r["tenant_id"]: r["g"] for r in holding})
+        running = defaultdict(int, {r["tenant_id"]: r["n"] for r in holding})
+        tenant_ids = sorted({j.tenant_id for j in waiting} | set(held))
         # No row locks: quota edits wait for this pass's advisory lock, and submits (which lock
         # their tenant's quota row to count queued jobs) must not wait for a whole pass.
         quotas = {q.tenant_id: q for q in Quota.objects.filter(tenant_id__in=tenant_ids)}
-        held = defaultdict(int, {
-            r["tenant_id"]: r["g"] for r in holding_jobs().values("tenant_id").annotate(g=Sum("num_gpus"))
-        })  # fmt: skip
-        running = defaultdict(int, {
-            r["tenant_id"]: r["n"] for r in holding_jobs().values("tenant_id").annotate(n=Count("pk"))
-        })  # fmt: skip
         free = capacity - sum(held.values())
         spent = month_gpu_hours(tenant_ids=tenant_ids)
         decayed = decayed_gpu_seconds(tenant_ids=tenant_ids)
@@ -121,20 +123,23 @@ def admission_tick() -> AdmissionResult:
             quota = quotas.get(job.tenant_id)
             reason = _tenant_limit(job, quota, device_type, held, running, spent)
             if reason is None and blocked is not None:
+                # Not naming the job in front: the front changes with each admit, and a text
+                # that names it would be rewritten on every waiting job each time.
                 if blocked.priority > job.priority:
-                    reason = ("priority", f"a higher-priority job ({blocked.name}) is waiting for capacity")
+                    reason = ("priority", "a higher-priority job is waiting for capacity")
                 elif blocked.tenant_id != job.tenant_id:
                     reason = ("fair_share", "a tenant with a smaller share of the cluster is waiting for capacity")
                 else:
-                    reason = ("capacity", f"your earlier job {blocked.name} is waiting for capacity")
+                    reason = ("capacity", "an earlier job of your tenant is waiting for capacity")
             if reason is None and job.num_gpus > free:
                 within = quota is not None and held[job.tenant_id] + job.num_gpus <= quota.guaranteed_for(device_type)
-                detail = f"needs {job.num_gpus} GPUs, {max(free, 0)} free of {capacity}"
+                # No free count either: it changes with every job that starts or ends.
+                detail = f"needs {job.num_gpus} GPUs, more than are free (the cluster has {capacity})"
                 if within:
-                    reclaimed = _reclaim(job.num_gpus - free, job.tenant_id)
-                    result.reclaiming.extend(reclaimed)
-                    if reclaimed:
-                        detail += f"; reclaiming borrowed GPUs from {len(reclaimed)} job(s) after their next checkpoint"
+                    asked, coming = _reclaim(job.num_gpus - free, job.tenant_id)
+                    result.reclaiming.extend(asked)
+                    if coming:
+                        detail += f"; reclaiming borrowed GPUs from {coming} job(s) after their next checkpoint"
                 reason = ("capacity", detail)
                 blocked = job
             if reason is not None:
@@ -143,7 +148,8 @@ def admission_tick() -> AdmissionResult:
                 services.job_set_queue_reason(job=job, code=code, detail=detail)
                 continue
             borrowed = quota is None or held[job.tenant_id] + job.num_gpus > quota.guaranteed_for(device_type)
-            services.job_admit(job=job, borrowed=borrowed)
+            if not services.job_admit(job=job, borrowed=borrowed):
+                continue  # cancelled (or paused) since it was read: it takes no capacity
             held[job.tenant_id] += job.num_gpus
             running[job.tenant_id] += 1
             free -= job.num_gpus
@@ -174,17 +180,20 @@ def _tenant_limit(
     return None
 
 
-def _reclaim(gpus_needed: int, for_tenant: int) -> list[str]:
+def _reclaim(gpus_needed: int, for_tenant: int) -> tuple[list[str], int]:
     """Ask borrowed running jobs of other tenants (newest first) to pause until ``gpus_needed``
-    are coming back; jobs already pausing count."""
+    are coming back; jobs already pausing count. Returns the jobs asked now and how many
+    borrowed jobs are pausing in all (the count stays the same from pass to pass while they
+    reach their checkpoints, so the waiting job's reason is not rewritten each pass)."""
     from webapp.jobs import services
 
-    coming = sum(
+    pausing = list(
         holding_jobs()
         .filter(borrowed=True, status=JobStatus.PAUSING)
         .exclude(tenant_id=for_tenant)
         .values_list("num_gpus", flat=True)
     )
+    coming = sum(pausing)
     asked: list[str] = []
     candidates = (
         holding_jobs()
@@ -201,7 +210,7 @@ def _reclaim(gpus_needed: int, for_tenant: int) -> list[str]:
         ):
             coming += job.num_gpus
             asked.append(str(job.pk))
-    return asked
+    return asked, len(pausing) + len(asked)
 
 
 def queue_summary() -> list[dict[str, Any]]:

@@ -228,31 +228,55 @@ def job_patch(*, job: Job, changes: Mapping[str, Any]) -> Job:
 
 
 # -- admission ---------------------------------------------------------------------------------
-def job_set_queue_reason(*, job: Job, code: str, detail: str) -> None:
-    """Record why a queued job waits; an event only when the reason's code changes (the
-    detail, such as free GPUs, changes every pass)."""
+def _lock_if_waiting(job: Job) -> Job | None:
+    """``job``'s row, locked, if it is still queued and not admitted; None if it has moved on
+    (a cancel or pause got there first) or another transaction holds it (the next pass retries)."""
+    return (
+        Job.objects.select_for_update(skip_locked=True)
+        .filter(pk=job.pk, status=JobStatus.QUEUED, admitted_at__isnull=True)
+        .only("id", "tenant_id", "status_reason", "last_event_seq", "attempt")
+        .first()
+    )
+
+
+def job_set_queue_reason(*, job: Job, code: str, detail: str) -> bool:
+    """Record why a queued job waits: nothing is written while the text stays the same, and
+    an event only when the reason's code changes. Returns whether the reason was written."""
     reason = f"{code}: {detail}"
     if job.status_reason == reason:
-        return
-    previous_code = job.status_reason.split(":", 1)[0]
-    job.status_reason = reason
-    job.save(update_fields=["status_reason"])
-    if previous_code != code:
-        _append_event(job, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": reason})
+        return False
+    with transaction.atomic(savepoint=False):
+        locked = _lock_if_waiting(job)
+        if locked is None:
+            return False
+        previous_code = locked.status_reason.split(":", 1)[0]
+        locked.status_reason = job.status_reason = reason
+        locked.save(update_fields=["status_reason"])
+        if previous_code != code:
+            _append_event(locked, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": reason})
+    return True
 
 
-def job_admit(*, job: Job, borrowed: bool) -> None:
-    """Give a queued job its capacity and hand it to the engine once this commits."""
+def job_admit(*, job: Job, borrowed: bool) -> bool:
+    """Give a queued job its capacity and hand it to the engine once this commits; False (and
+    nothing written) if it is no longer waiting."""
     from webapp.jobs.tasks import dispatch_job
 
-    job.admitted_at = timezone.now()
-    job.borrowed = borrowed
-    job.attempt += 1
-    job.status_reason = "admitted" + (" on borrowed capacity" if borrowed else "") + "; starting on the engine"
-    job.save(update_fields=["admitted_at", "borrowed", "attempt", "status_reason"])
-    _append_event(job, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": job.status_reason})
-    job_id = str(job.pk)
-    transaction.on_commit(lambda: dispatch_job.delay(job_id))
+    with transaction.atomic(savepoint=False):
+        locked = _lock_if_waiting(job)
+        if locked is None:
+            return False
+        locked.admitted_at = timezone.now()
+        locked.borrowed = borrowed
+        locked.attempt += 1
+        locked.status_reason = "admitted" + (" on borrowed capacity" if borrowed else "") + "; starting on the engine"
+        locked.save(update_fields=["admitted_at", "borrowed", "attempt", "status_reason"])
+        _append_event(locked, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": locked.status_reason})
+        job_id = str(job.pk)
+        transaction.on_commit(lambda: dispatch_job.delay(job_id))
+    for name in ("admitted_at", "borrowed", "attempt", "status_reason", "last_event_seq"):
+        setattr(job, name, getattr(locked, name))
+    return True
 
 
 # -- transitions ------------------------------------------------------------------------------
@@ -451,11 +475,11 @@ def engine_events_pump(*, max_batches: int = 20, batch_size: int = 500) -> int:
     """Pull and store everything the engine has produced since the saved cursor."""
     total = 0
     for _ in range(max_batches):
-        engine_id = engine_gateway.engine_host().engine_id
+        engine_id = engine_gateway.known_engine_id()
         saved = EngineCursor.objects.filter(engine_id=engine_id).values_list("cursor", flat=True).first() or 0
         pulled_from, events, next_cursor = engine_gateway.pull_events(cursor=saved, limit=batch_size)
         if pulled_from != engine_id:
-            continue  # the engine restarted in between: that cursor was the old engine's
+            continue  # the engine restarted: that cursor was the old engine's; the next round reads the new one's
         if not events:
             break
         total += engine_events_ingest(engine_id=engine_id, events=events, next_cursor=next_cursor)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.core.cache import cache
 
 from webapp import engine_gateway
 from webapp.jobs import admission, services
@@ -12,6 +13,9 @@ from webapp.jobs import reconcile as reconcile_module
 from webapp.jobs.models import Job, JobStatus
 
 logger = logging.getLogger(__name__)
+
+PUMP_SOON_KEY = "jobs:pump-soon"
+"""Set for a second by a dispatch that asked for a pump; beat pumps every second anyway."""
 
 
 @shared_task(
@@ -39,7 +43,8 @@ def dispatch_job(self, job_id: str) -> str:  # type: ignore[no-untyped-def]
         services.job_transition(job_id=job_id, to=JobStatus.FAILED, reason=f"{failure}: {exc}", failure_class=failure)
         return "failed"
     engine_gateway.failpoint("dispatch.after_submit")  # the engine has it; this task is not acknowledged yet
-    pump_engine_events.delay()
+    if cache.add(PUMP_SOON_KEY, 1, timeout=1):  # a burst of dispatches shares one early pump
+        pump_engine_events.delay()
     return "dispatched"
 
 
