@@ -151,7 +151,10 @@ def _real_backend(config: EngineConfig, *, pipeline_actors: bool) -> Any:
     from jigsaw_engine.runtime.service_executor import ServiceBackend, ServiceExecutor, ServiceNodeExecutor
     from jigsaw_engine.sched.registry import graph_config_for
 
-    options = RealJobOptions(cache_dir=Path(config.real_cache_dir) if config.real_cache_dir else None)
+    options = RealJobOptions(
+        cache_dir=Path(config.real_cache_dir) if config.real_cache_dir else None,
+        rollout_workers=config.cluster.num_devices,  # torch engines: a step may run on every core
+    )
     train_parts = graph_config_for("jigsaw").train_minibatches
     checkpoint_root = Path(config.real_checkpoint_dir) if config.real_checkpoint_dir else None
     executor: ServiceNodeExecutor

@@ -64,7 +64,7 @@ class LocalEngine:
             cluster,
             cost,
             runtime=real.runtime if real is not None else None,
-            scheduler=make_scheduler(scheduler, cluster, cost, fixed_width=real is not None),
+            scheduler=make_scheduler(scheduler, cluster, cost, real_pipelines=real is not None),
             # Real jobs do not migrate tails yet (a real run's graph is synchronous).
             graph_config=replace(graph_config, migrate_tails=False) if real is not None else graph_config,
             step_reports=real.step_report if real is not None else None,

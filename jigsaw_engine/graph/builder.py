@@ -157,6 +157,7 @@ def build_step_graph(
             resource,
             duration_s,
             tokens,
+            spec.resources.dp,
         )
 
     tail: list[SubStage] = [
@@ -238,6 +239,7 @@ def _worker_chain(
             mem,
             ResourceClass.COMPUTE,
             rollout.prefill_s + overhead_s,
+            workers=spec.resources.dp,
         ),
     ]
     if reprefill_s > 0:
@@ -252,6 +254,7 @@ def _worker_chain(
                 mem,
                 ResourceClass.COMPUTE,
                 reprefill_s,
+                workers=spec.resources.dp,
             )
         )
     tail_mem = (model.weight_bytes_bf16 + rollout.tail_peak_context_tokens * model.kv_bytes_per_token) / tp
@@ -270,12 +273,22 @@ def _worker_chain(
                     resource,
                     rollout.bucket_s[bucket],
                     rollout.bucket_tokens[bucket],
+                    spec.resources.dp,
                 )
             )
     if rollout.tool_wait_s > 0:
         chain.append(
             SubStage(
-                f"{prefix}/tool", SubStageKind.TOOL, step, worker, None, 0, 0.0, ResourceClass.HOST, rollout.tool_wait_s
+                f"{prefix}/tool",
+                SubStageKind.TOOL,
+                step,
+                worker,
+                None,
+                0,
+                0.0,
+                ResourceClass.HOST,
+                rollout.tool_wait_s,
+                workers=spec.resources.dp,
             )
         )
     return chain

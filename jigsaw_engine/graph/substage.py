@@ -54,6 +54,9 @@ class SubStage:
     """Predicted duration with the devices to itself (share 1.0)."""
     tokens: int = 0
     """Tokens it processes: generated for decode, prefilled or trained for the others."""
+    workers: int = 1
+    """Data-parallel rollout workers of its step (a real pipeline splits the step's prompts
+    over that many of its engines)."""
 
 
 @dataclass(frozen=True, slots=True)

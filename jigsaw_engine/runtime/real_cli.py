@@ -128,7 +128,14 @@ def run_command(args: argparse.Namespace) -> int:
             workload,
             chosen,
             make_executor=_executor_factory(
-                args.executor, RealJobOptions(cache_dir=args.cache_dir, rollout_engine=args.rollout_engine)
+                args.executor,
+                RealJobOptions(
+                    cache_dir=args.cache_dir,
+                    rollout_engine=args.rollout_engine,
+                    # A torch engine is a copy of a tiny model: one per core lets a step run on
+                    # every core. vLLM engines each reserve a KV cache: only what was asked.
+                    rollout_workers=workload.cluster.num_devices if args.rollout_engine == "torch" else 1,
+                ),
             ),
             steps=args.steps,
             progress=LiveProgress(),

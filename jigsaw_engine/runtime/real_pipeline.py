@@ -81,12 +81,13 @@ class RealPipeline:
         if kind is SubStageKind.PREFILL:
             with self._lock:
                 if self._open_step != node.step:
-                    job.begin_step()
+                    # As wide as the scheduler made the step, up to the engines built.
+                    job.begin_step(workers=min(node.workers, len(job.engines)))
                     self._open_step = node.step
             return None
         if kind is SubStageKind.DECODE:
             worker = node.worker if node.worker is not None else 0
-            if worker < len(job.engines):
+            if worker < job.step_workers:
                 _, total = job.live_episodes(worker)
                 share = LIVE_SHARE_AFTER_BUCKET.get((node.bucket or "tail").split(".")[0], 0.0)
                 job.rollout(worker, until_live_at_most=math.floor(share * total))
@@ -98,7 +99,7 @@ class RealPipeline:
         if node.kind is SubStageKind.REWARD:
             # Every decode node has run by now; any episode still open (a bucket the graph did
             # not predict) is finished here rather than lost.
-            for worker in range(len(job.engines)):
+            for worker in range(job.step_workers):
                 job.rollout(worker)
             job.score()
         elif node.kind is SubStageKind.OLD_LOGPROB:

@@ -129,7 +129,7 @@ def _run(
         cluster,
         cost,
         runtime=runtime,
-        scheduler=make_scheduler(policy, cluster, cost, fixed_width=True),
+        scheduler=make_scheduler(policy, cluster, cost, real_pipelines=True),
         graph_config=graph_config,
     )
     totals = {pid: parse_pipeline_spec(spec).total_steps for pid, spec in specs.items()}
@@ -206,7 +206,7 @@ def predict_with_simulator(
     controller = ClusterController(
         cluster,
         cost,
-        scheduler=make_scheduler(policy, cluster, cost, fixed_width=True),
+        scheduler=make_scheduler(policy, cluster, cost, real_pipelines=True),
         graph_config=graph_config,
         plans=recorded,
     )

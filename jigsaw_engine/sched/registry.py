@@ -17,13 +17,14 @@ def graph_config_for(name: str) -> GraphConfig:
     return JIGSAW_GRAPH if name in ("jigsaw", "greedy") else GraphConfig()
 
 
-def make_scheduler(name: str, cluster: ClusterSpec, cost: RooflineCostModel, *, fixed_width: bool = False) -> Scheduler:
-    """``fixed_width``: the pipelines' workers are built once, at their asked width (real
-    pipelines: one process, one rollout engine per data-parallel worker), so a step cannot run
-    wider or narrower. Jigsaw then neither resizes homes nor widens training chains (a widened
-    chain would hold a core its single process cannot use); lending idle cores to rollout
-    workers and everything else stays."""
-    fixed = {"resize": False, "widen": False} if fixed_width else {}
+def make_scheduler(
+    name: str, cluster: ClusterSpec, cost: RooflineCostModel, *, real_pipelines: bool = False
+) -> Scheduler:
+    """``real_pipelines``: pipelines trained for real on this host. Their update runs in one
+    process (no data-parallel trainer), so Jigsaw never widens a training chain beyond the
+    step's width (the extra cores would sit idle, held); their rollout width follows the
+    scheduler like a simulated pipeline's (a job builds an engine per core)."""
+    fixed = {"widen": False} if real_pipelines else {}
     if name == "jigsaw":
         return JigsawScheduler(cluster, cost, JigsawOptions(**fixed))
     if name == "greedy":

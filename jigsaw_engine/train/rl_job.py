@@ -175,7 +175,7 @@ class RLJob:
     def run_step(self) -> dict[str, float]:
         """One synchronous step; its metrics (verl's names) plus ``training/global_step``."""
         self.begin_step()
-        for worker in range(len(self.engines)):
+        for worker in range(self.step_workers):
             self.rollout(worker)
         self.score()
         self.old_log_probs()
@@ -184,16 +184,20 @@ class RLJob:
         return self.sync_weights()
 
     # -- phases --------------------------------------------------------------------------------
-    def begin_step(self) -> None:
-        """Take this step's tasks and queue every worker's first-turn requests."""
+    def begin_step(self, workers: int | None = None) -> None:
+        """Take this step's tasks and queue the first-turn requests of ``workers`` workers (the
+        first engines; all by default). Sampling is per episode, so the width never changes
+        what is generated, only where."""
         if self._open is not None:
             raise RuntimeError(f"step {self.step} is already open; finish it with sync_weights()")
+        shards = len(self.engines) if workers is None else workers
+        if not 1 <= shards <= len(self.engines):
+            raise ValueError(f"workers: must be 1..{len(self.engines)} (the job's engines), got {workers}")
         cfg = self.config
         tasks = self.cursor.take(self._dataset, cfg.prompts_per_step, cfg.seed)
         sampling = SamplingParams(
             max_tokens=cfg.max_response_tokens, temperature=cfg.temperature, seed=cfg.seed * 7919 + self.step * 104_729
         )
-        shards = len(self.engines)
         bounds = [round(i * len(tasks) / shards) for i in range(shards + 1)]
         batches = [
             EpisodeBatch(
@@ -206,9 +210,14 @@ class RLJob:
                 request_prefix=f"s{self.step}-",
                 first_group=bounds[w],
             )
-            for w, engine in enumerate(self.engines)
+            for w, engine in enumerate(self.engines[:shards])
         ]
         self._open = _OpenStep(tasks=tasks, batches=batches, started_s=time.perf_counter())
+
+    @property
+    def step_workers(self) -> int:
+        """Rollout workers of the open step."""
+        return len(self._require_open().batches)
 
     def live_episodes(self, worker: int) -> tuple[int, int]:
         """(unfinished, total) episodes of ``worker`` in the open step."""

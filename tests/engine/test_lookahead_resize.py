@@ -81,23 +81,28 @@ def test_look_ahead_moves_devices_to_the_pipeline_that_ends_last_and_beats_greed
 
 
 @pytest.mark.parametrize("policy", ["jigsaw", "greedy"])
-def test_fixed_width_pipelines_keep_their_asked_width(policy: str) -> None:
-    """Real pipelines are built with one rollout engine per asked worker, in one process: a
-    step cannot run wider. With ``fixed_width`` no sub-stage of theirs spans more devices than
-    they asked for, though without it the same run widens (the spare devices are there)."""
+def test_real_pipelines_never_train_wider_than_their_step(policy: str) -> None:
+    """A real pipeline's update runs in one process: a training chain widened onto more
+    devices than its step's rollout workers would hold cores it cannot use. With
+    ``real_pipelines`` no update is wider than its step, though the same run widens without
+    it (the spare devices are there)."""
     cluster = make_cluster(4)
 
-    def widest(fixed_width: bool) -> int:
+    def widest_update_over_step(real_pipelines: bool) -> float:
         controller = ClusterController(
             cluster,
             make_cost(),
-            scheduler=make_scheduler(policy, cluster, make_cost(), fixed_width=fixed_width),
+            scheduler=make_scheduler(policy, cluster, make_cost(), real_pipelines=real_pipelines),
             graph_config=graph_config_for(policy),
         )
         controller.submit("a", make_spec(resources={"num_gpus": 1}, trainer={"total_steps": 4}))
         controller.run_until_idle()
         assert controller.state_of("a") is PipelineState.SUCCEEDED
-        return max(len(span.devices) for span in controller.timeline)
+        workers: dict[int, set[int]] = {}
+        for span in controller.timeline:
+            if span.worker is not None:
+                workers.setdefault(span.step, set()).add(span.worker)
+        return max(len(s.devices) / len(workers[s.step]) for s in controller.timeline if s.kind == "train")
 
-    assert widest(fixed_width=False) > 1
-    assert widest(fixed_width=True) == 1
+    assert widest_update_over_step(real_pipelines=False) > 1
+    assert widest_update_over_step(real_pipelines=True) == 1

@@ -16,6 +16,7 @@ from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.errors import SpecError
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline, check_real_spec
+from jigsaw_engine.runtime.real_pipeline import RealPipeline
 from jigsaw_engine.runtime.real_runtime import RealRuntime, ThreadExecutor
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
 from jigsaw_engine.spec.cluster import ClusterSpec
@@ -37,6 +38,24 @@ def tiny_spec(name: str, *, workload: str = "gsm8k", num_gpus: int = 1, steps: i
     }
 
 
+def run_scheduled(pipeline: RealPipeline, spec: dict, policy: str) -> ClusterController:
+    """``pipeline`` driven to its end by ``policy`` on a two-core cluster, on this process's threads."""
+    cluster = ClusterSpec(1, 2, "cpu")
+    cost = RooflineCostModel(load_device_profile("cpu"))
+    executor = ThreadExecutor({"arith": pipeline})
+    controller = ClusterController(
+        cluster,
+        cost,
+        runtime=RealRuntime(executor),
+        scheduler=make_scheduler(policy, cluster, cost, real_pipelines=True),
+        graph_config=replace(graph_config_for(policy), migrate_tails=False),
+    )
+    controller.submit("arith", spec)
+    controller.run_until_idle()
+    executor.shutdown()
+    return controller
+
+
 def test_scheduled_sub_stages_train_exactly_like_plain_steps():
     """Two workers, the update cut into the graph's four train sub-stages, run in the order the
     Jigsaw scheduler picks on the wall clock: the same rewards and the same final weights as
@@ -47,19 +66,7 @@ def test_scheduled_sub_stages_train_exactly_like_plain_steps():
     plain = build_real_pipeline(spec, train_parts=1, options=FAST)
     expected = [plain.job.run_step() for _ in range(2)]
 
-    cluster = ClusterSpec(1, 2, "cpu")
-    cost = RooflineCostModel(load_device_profile("cpu"))
-    executor = ThreadExecutor({"arith": scheduled})
-    controller = ClusterController(
-        cluster,
-        cost,
-        runtime=RealRuntime(executor),
-        scheduler=make_scheduler("jigsaw", cluster, cost),
-        graph_config=graph_config,
-    )
-    controller.submit("arith", tiny_spec("arith", num_gpus=2))
-    controller.run_until_idle()
-    executor.shutdown()
+    controller = run_scheduled(scheduled, tiny_spec("arith", num_gpus=2), "jigsaw")
 
     assert controller.state_of("arith").value == "succeeded"
     got = scheduled.step_metrics
@@ -200,3 +207,28 @@ def test_a_users_jsonl_dataset_trains_and_a_bad_row_is_named_by_file_and_line(tm
     argv = ["run", "--workload", str(path), "--executor", "threads", "--steps", "1", "--cache-dir", str(tmp_path / "p")]
     assert main(argv) == 1
     assert f'{bad}:2: missing field "answer"' in capsys.readouterr().err
+
+
+def test_a_pipeline_grown_onto_a_spare_core_runs_its_steps_wider_and_learns_the_same():
+    """One core asked for on a two-core cluster, and an engine built per core: once the
+    scheduler grows the pipeline's home onto the idle core (greedy grows a lone pipeline's home
+    from its second step; jigsaw does when its step profile says the width pays), its steps
+    really generate on two workers, and it learns exactly what it learns on one (sampling is
+    per episode)."""
+    spec = parse_pipeline_spec(tiny_spec("arith", num_gpus=1, steps=3))
+    graph_config = replace(graph_config_for("jigsaw"), migrate_tails=False)
+    scheduled = build_real_pipeline(
+        spec, train_parts=graph_config.train_minibatches, options=replace(FAST, rollout_workers=2)
+    )
+    plain = build_real_pipeline(spec, train_parts=1, options=FAST)
+    expected = [plain.job.run_step() for _ in range(3)]
+
+    controller = run_scheduled(scheduled, tiny_spec("arith", num_gpus=1, steps=3), "greedy")
+
+    assert controller.state_of("arith").value == "succeeded"
+    workers = {(span.step, span.worker) for span in controller.timeline if span.kind == "decode"}
+    assert (0, 1) not in workers and {w for s, w in workers if s >= 1} == {0, 1}, workers
+    got = scheduled.step_metrics
+    assert [m[names.SCORE_MEAN] for m in got] == [m[names.SCORE_MEAN] for m in expected]
+    for name, tensor in plain.job.trainer.model.state_dict().items():
+        torch.testing.assert_close(scheduled.job.trainer.model.state_dict()[name], tensor)
