@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -48,6 +49,12 @@ back again: a job that kills its worker (memory, say) must not be resumed foreve
 PlanSource = Callable[[PipelineSpec, int], list[SequencePlan]]
 StepReportSource = Callable[[str, int], tuple[dict[str, float], list[dict[str, Any]]] | None]
 """(pipeline id, 0-based step) -> what real work measured in that step: metrics, samples."""
+
+PRUNES_PER_RETENTION = 16
+"""With a retention, pruning runs at most every ``retain_ended_s / PRUNES_PER_RETENTION`` engine
+seconds: what is kept stays under ``1 + 1/16`` of the retention, at one short pass per interval."""
+KEPT_DECISION_LATENCIES = 10_000
+"""With a retention, the scheduler's most recent decision latencies kept (benchmarks keep all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,15 @@ def _tail_or_tool(node: SubStage) -> bool:
     return node.kind is SubStageKind.TOOL or (node.kind is SubStageKind.DECODE and node.bucket == "tail")
 
 
+def _drop_ended_before(items: list[TimelineSpan] | list[FinishedStep], cutoff_s: float) -> None:
+    """``items`` are in order of their end, near enough: a real runtime reports finishes a poll
+    late. The first recent one stops the pass; an older one behind it waits for the next."""
+    n = 0
+    while n < len(items) and items[n].end_s < cutoff_s:
+        n += 1
+    del items[:n]
+
+
 class ClusterController:
     def __init__(
         self,
@@ -113,9 +129,20 @@ class ClusterController:
         plans: PlanSource = sample_step,
         step_reports: StepReportSource | None = None,
         estimate_verl: bool = False,
+        retain_ended_s: float | None = None,
     ) -> None:
         """``estimate_verl``: re-cost every finished step as verl would run it, for the
-        timeline's comparison (two more graph builds a step: the service, not benchmarks)."""
+        timeline's comparison (two more graph builds a step: the service, not benchmarks).
+
+        ``retain_ended_s``: for an engine that runs for ever (the service), how many engine
+        seconds the past is kept. Timeline spans and finished steps that ended longer ago are
+        dropped, so are events the reader has stored, and a run that ended (succeeded, failed,
+        cancelled) longer ago is forgotten, but only once the reader has stored its last event:
+        whoever submitted it must know it ended before the engine stops knowing it.
+        Queued, running and paused runs are never forgotten. None (simulate, bench, run) keeps
+        everything."""
+        if retain_ended_s is not None and not retain_ended_s >= 0:
+            raise ValueError(f"retain_ended_s must be >= 0, got {retain_ended_s}")
         self.cluster, self.cost = cluster, cost
         self._estimate_verl = estimate_verl
         self.runtime: Runtime = runtime or SimRuntime(cluster.num_devices)
@@ -137,6 +164,12 @@ class ClusterController:
         self._started_s: dict[str, float] = {}
         self._worker_losses: dict[str, int] = {}
         """Per pipeline id, how often its worker died under it (kept when it is handed back)."""
+        self._retain_ended_s = retain_ended_s
+        self._next_prune_s = 0.0
+        self._ended: deque[tuple[float, int, str]] = deque()
+        """With a retention: (ended at, seq of its last event, id) of ended runs, oldest first."""
+        self._forgotten_by_state: dict[str, int] = {}
+        """Runs forgotten, by final state: ``describe`` still counts them."""
 
     # -- inputs ------------------------------------------------------------------------
     def submit(self, pipeline_id: str, spec: PipelineSpec | Mapping[str, Any], *, schedule: bool = True) -> None:
@@ -217,6 +250,8 @@ class ClusterController:
             self._on_finished(finished)
         if late:
             self._schedule()
+        if self._retain_ended_s is not None and self.runtime.now_s >= self._next_prune_s:
+            self._prune(self._retain_ended_s)
 
     def run_until_idle(self) -> float:
         self._schedule()
@@ -286,7 +321,8 @@ class ClusterController:
         return {pid: r for pid, r in self._runs.items() if r.state is PipelineState.SUCCEEDED}
 
     def describe(self) -> dict[str, Any]:
-        by_state: dict[str, int] = {}
+        """``pipelines``: how many this engine has had in each state, forgotten ones included."""
+        by_state = dict(self._forgotten_by_state)
         for run in self._runs.values():
             by_state[run.state.value] = by_state.get(run.state.value, 0) + 1
         return {
@@ -558,6 +594,29 @@ class ClusterController:
         self.scheduler.release(pipeline_id)
         self.runtime.release(pipeline_id)
         self._status(pipeline_id, state, reason)
+        if self._retain_ended_s is not None:
+            self._ended.append((run.ended_s, self.events.last_seq, pipeline_id))
+
+    # -- retention ---------------------------------------------------------------------
+    def _prune(self, retain_s: float) -> None:
+        """Drop what ended more than ``retain_s`` engine seconds ago. Each list is in order of
+        its end, so every pass stops at the first item still due: the cost is what it drops."""
+        now = self.runtime.now_s
+        self._next_prune_s = now + retain_s / PRUNES_PER_RETENTION
+        cutoff = now - retain_s
+        _drop_ended_before(self.timeline, cutoff)
+        _drop_ended_before(self.finished_steps, cutoff)
+        read_through = self.events.read_through
+        while self._ended and self._ended[0][0] < cutoff and self._ended[0][1] <= read_through:
+            ended_s, _, pipeline_id = self._ended.popleft()
+            run = self._runs.get(pipeline_id)
+            if run is None or not run.state.is_terminal or run.ended_s != ended_s:
+                continue  # not the run that ended then
+            del self._runs[pipeline_id]
+            self._worker_losses.pop(pipeline_id, None)
+            self._forgotten_by_state[run.state.value] = self._forgotten_by_state.get(run.state.value, 0) + 1
+        self.events.forget_read_before(cutoff)
+        del self.decision_latencies_s[:-KEPT_DECISION_LATENCIES]
 
     def _hand_back(self, pipeline_id: str, cause: str) -> None:
         """A worker process died under the pipeline: its work is not at fault, so it is not

@@ -28,6 +28,22 @@ logger = logging.getLogger(__name__)
 
 STARTUP_S = 20.0
 """Simulated time from placement to the first rollout: loading weights, starting workers."""
+TIMELINE_KEPT_S = 3600.0
+"""Engine seconds of past the engine keeps: the cluster page's longest window (1 h)."""
+ENDED_RUN_KEPT_WALL_S = 120.0
+"""Wall seconds, at the least, that an ended run stays known. The control plane pumps events
+every second and reconciles every 10 s; on top of this, a run is forgotten only once the pump
+has stored its last event (see ``ClusterController``)."""
+
+
+def retention_s(speed: float) -> float | None:
+    """Engine seconds of ended work a long-running engine keeps: the timeline's window, or
+    ``ENDED_RUN_KEPT_WALL_S`` of wall time at ``speed`` if that is longer (a fast clock). At
+    infinite speed engine time says nothing of wall time: the timeline's window, and the read
+    gate alone keeps the reconciler safe (only tests and demos run that fast)."""
+    if math.isinf(speed):
+        return TIMELINE_KEPT_S
+    return max(TIMELINE_KEPT_S, ENDED_RUN_KEPT_WALL_S * speed)
 
 
 class RealBackend(Protocol):
@@ -69,6 +85,7 @@ class LocalEngine:
             graph_config=replace(graph_config, migrate_tails=False) if real is not None else graph_config,
             step_reports=real.step_report if real is not None else None,
             estimate_verl=True,  # the cluster page's "throughput vs verl (estimated)"
+            retain_ended_s=retention_s(speed),  # this engine runs for ever: keep only the recent past
         )
         self._lock = threading.Lock()
         self._wake = threading.Event()
