@@ -98,8 +98,8 @@ def _run_alone(
     """verl-serial's turn for one pipeline: the cluster to itself. Its best configuration is
     searched, as the simulator does for every baseline: the width it asked for, and every
     device of the cluster (more data-parallel workers; on a CPU that need not be faster)."""
-    widths = [parse_pipeline_spec(spec).resources.num_gpus]
-    tp = parse_pipeline_spec(spec).resources.tp
+    asked = parse_pipeline_spec(spec).resources
+    widths, tp = [asked.num_gpus], asked.tp
     whole = cluster.num_devices // tp * tp
     if whole > widths[0]:
         widths.append(whole)

@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 
 from tenants.models import QUOTA_DECISIONS_LOCK_KEY, Quota
 from tests.engine.builders import make_spec
+from tests.web.admission_pass import pass_held_mid_decision
 from webapp import engine_gateway
 from webapp.jobs import admission, services
 from webapp.jobs.models import Job, JobCheckpoint, JobStatus, TenantShare, UsageRecord
@@ -185,32 +186,10 @@ def test_a_submit_never_waits_for_an_admission_pass(make_actor, monkeypatch) -> 
 
     a = make_actor("acme")
     submit(a, 1)
-    deciding, release = threading.Event(), threading.Event()
-    decide = admission._tenant_limit
-
-    def held(*args: Any, **kwargs: Any) -> Any:
-        deciding.set()
-        release.wait(10)
-        return decide(*args, **kwargs)
-
-    monkeypatch.setattr(admission, "_tenant_limit", held)
-
-    def a_pass() -> None:
-        try:
-            admission.admission_tick()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=a_pass)
-    thread.start()
-    try:
-        assert deciding.wait(10)
+    with pass_held_mid_decision(monkeypatch):
         started = time.monotonic()
         submit(a, 1, name="while-admitting")
         waited = time.monotonic() - started
-    finally:
-        release.set()
-        thread.join(timeout=20)
     assert waited < 5, f"the submit waited {waited:.1f}s for the admission pass"
 
 

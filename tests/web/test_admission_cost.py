@@ -4,7 +4,6 @@ reasons every waiting job shows stay right as capacity comes and goes."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tenants.models import Quota
 from tests.engine.builders import make_spec
+from tests.web.admission_pass import pass_held_mid_decision
 from webapp.jobs import admission, services
 from webapp.jobs.models import Job, JobEvent, JobStatus
 
@@ -41,16 +41,20 @@ def end(job: Job) -> None:
     Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED, admitted_at=None)
 
 
-@pytest.fixture
-def full_cluster(make_actor) -> tuple[Any, list[Job], list[Job]]:
-    """Acme runs four 2-GPU jobs (all 8 GPUs) with twelve more waiting."""
+def acme_fills_the_cluster(make_actor, *, waiting: int, gpus_each: int) -> tuple[Any, list[Job], list[Job]]:  # type: ignore[no-untyped-def]
+    """Acme runs four 2-GPU jobs (all 8 GPUs) with ``waiting`` more of ``gpus_each`` GPUs queued."""
     a = make_actor("acme")
     Quota.objects.filter(tenant=a.tenant).update(max_queued_jobs=100, max_running_jobs=100, borrow_limit_gpus=100)
     running = [submit(a, 2, name=f"run{i}") for i in range(4)]
     admission.admission_tick()
-    queued = [submit(a, 2, name=f"wait{i}") for i in range(12)]
+    queued = [submit(a, gpus_each, name=f"wait{i}") for i in range(waiting)]
     admission.admission_tick()
     return a, running, queued
+
+
+@pytest.fixture
+def full_cluster(make_actor) -> tuple[Any, list[Job], list[Job]]:
+    return acme_fills_the_cluster(make_actor, waiting=12, gpus_each=2)
 
 
 def test_a_pass_over_a_full_cluster_writes_nothing_when_nothing_changed(full_cluster) -> None:
@@ -66,12 +70,7 @@ def test_a_pass_over_a_full_cluster_writes_nothing_when_nothing_changed(full_clu
 
 
 def test_a_pass_writes_nothing_when_only_the_free_count_changed(make_actor) -> None:
-    a = make_actor("acme")
-    Quota.objects.filter(tenant=a.tenant).update(max_queued_jobs=100, max_running_jobs=100, borrow_limit_gpus=100)
-    running = [submit(a, 2, name=f"run{i}") for i in range(4)]
-    admission.admission_tick()
-    queued = [submit(a, 4, name=f"wait{i}") for i in range(10)]
-    admission.admission_tick()
+    _, running, queued = acme_fills_the_cluster(make_actor, waiting=10, gpus_each=4)
     end(running[0])  # 2 GPUs free, still too few for any waiting job
 
     with CaptureQueriesContext(connection) as ctx:
@@ -136,31 +135,8 @@ def test_a_cancel_that_lands_during_a_pass_wins(make_actor, monkeypatch) -> None
     admitted, and the capacity it would have taken goes to the next job."""
     a = make_actor("acme")
     first, second = submit(a, 8, name="first"), submit(a, 8, name="second")
-    read, go_on = threading.Event(), threading.Event()
-    decide = admission._tenant_limit
-
-    def held(*args: Any, **kwargs: Any) -> Any:
-        read.set()
-        go_on.wait(10)
-        return decide(*args, **kwargs)
-
-    monkeypatch.setattr(admission, "_tenant_limit", held)
-    outcome: dict[str, Any] = {}
-
-    def a_pass() -> None:
-        try:
-            outcome["result"] = admission.admission_tick()
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=a_pass)
-    thread.start()
-    try:
-        assert read.wait(10)
+    with pass_held_mid_decision(monkeypatch) as outcome:
         services.job_cancel(job=first)
-    finally:
-        go_on.set()
-        thread.join(timeout=20)
     assert outcome["result"].admitted == [str(second.pk)]
     first.refresh_from_db()
     assert first.admitted_at is None and first.status in (JobStatus.CANCELLING, JobStatus.CANCELLED)
