@@ -112,6 +112,8 @@ class JigsawScheduler:
         self._resident: dict[int, set[str]] = {}
         """Pipelines whose state is on each device (the rest are parked in host memory)."""
         self._arrival: dict[str, int] = {}
+        """Admission order of the pipelines held (a counter, so forgetting one never reuses a number)."""
+        self._admitted = 0
         self._widened: dict[ChainKey, bool] = {}
         self._rollout_part: dict[str, int] = {}
         """Disaggregated pipelines (async, with ``rollout_gpus``): devices of the home that generate."""
@@ -132,7 +134,8 @@ class JigsawScheduler:
             if need > len(free):
                 break
             self._home[pid] = tuple(free[:need])
-            self._arrival[pid] = len(self._arrival)
+            self._arrival[pid] = self._admitted
+            self._admitted += 1
             admitted.append(pid)
         return admitted
 
@@ -415,6 +418,7 @@ class JigsawScheduler:
         for pids in self._resident.values():
             pids.discard(pipeline_id)
         self._home.pop(pipeline_id, None)
+        self._arrival.pop(pipeline_id, None)
         self._rollout_part.pop(pipeline_id, None)
         self._profile.pop(pipeline_id, None)
         self._step_began.pop(pipeline_id, None)

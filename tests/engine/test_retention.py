@@ -11,6 +11,7 @@ from jigsaw_engine.contracts import EventKind, PipelineState
 from jigsaw_engine.control.cluster_controller import PRUNES_PER_RETENTION, ClusterController
 from jigsaw_engine.control.event_log import EventLog
 from jigsaw_engine.control.local_engine import ENDED_RUN_KEPT_WALL_S, TIMELINE_KEPT_S, LocalEngine, retention_s
+from jigsaw_engine.sched.jigsaw import JigsawScheduler
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 RETAIN_S = 300.0
@@ -140,3 +141,25 @@ def test_the_service_engine_keeps_an_hour_of_engine_time_and_minutes_of_wall_tim
 def test_a_negative_retention_is_refused(bad: float) -> None:
     with pytest.raises(ValueError):
         ClusterController(make_cluster(8), make_cost(), retain_ended_s=bad)
+
+
+def test_the_jigsaw_scheduler_holds_nothing_of_the_pipelines_that_ended() -> None:
+    """The service's scheduler lives as long as the engine: what it keeps per pipeline must go
+    with the pipeline, or a long-lived engine grows with every job it ever ran."""
+    cluster, cost = make_cluster(8), make_cost()
+    scheduler = JigsawScheduler(cluster, cost)
+    c = ClusterController(cluster, cost, scheduler=scheduler)
+    for i in range(20):
+        c.submit(f"p{i}", SHORT)
+        run_for(c, 10.0)
+    c.submit("live", make_spec(trainer={"total_steps": 1000}))
+    run_for(c, 30.0)
+    assert c.state_of("p19") is PipelineState.SUCCEEDED and c.state_of("live") is PipelineState.RUNNING
+
+    def pipelines_in(value: object) -> set[str]:
+        keys = value.keys() if isinstance(value, dict) else value if isinstance(value, set) else ()
+        return {k[0] if isinstance(k, tuple) else k for k in keys if isinstance(k, (str, tuple))}
+
+    held = set().union(*(pipelines_in(v) for v in vars(scheduler).values()))
+    held |= set().union(*(pipelines_in(v) for v in scheduler._resident.values()))
+    assert held == {"live"}
