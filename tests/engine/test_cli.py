@@ -99,6 +99,10 @@ def test_bench_writes_a_report_folder(tmp_path: Path, capsys: pytest.CaptureFixt
     ratio = results["ratios"]["per_mix"]["M3"]["jigsaw/best baseline"]
     best = max(m3[b]["throughput_tokens_per_s"] for b in ("verl", "streamrl", "areal", "rollmux", "muxserve"))
     assert ratio == pytest.approx(m3["jigsaw"]["throughput_tokens_per_s"] / best)
+    # The lower bound caps every policy's gain over verl; the report says by how much.
+    bound = results["ratios"]["per_mix"]["M3"]["bound on jigsaw/verl"]
+    assert bound == pytest.approx(1 / m3["verl"]["lower_bound_ratio"])
+    assert 1.0 < results["ratios"]["per_mix"]["M3"]["jigsaw/verl"] <= bound
     assert "| M3 | 4xa100 |" in summary and "## Ablations" in summary and "random mixes" in summary
     assert results["random"]["count"] == 1
     for png in ("throughput.png", "ablations.png", "latency_ratio.png"):
