@@ -5,4 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 
-pytest_plugins = ["tests.django_fixtures", "tests.live_server"] if importlib.util.find_spec("django") else []
+pytest_plugins = ["tests.ray_fixture"] + (
+    ["tests.django_fixtures", "tests.live_server"] if importlib.util.find_spec("django") else []
+)

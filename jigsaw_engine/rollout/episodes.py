@@ -117,8 +117,11 @@ class EpisodeBatch:
         """Step the engine until at most ``until_live_at_most`` episodes are unfinished."""
         started = time.perf_counter()
         tool_before = self.tool_s
+        # An engine in another process steps until a request finishes in one call (the same
+        # iterations: nothing happens here on an iteration where none finishes).
+        step = getattr(self._engine, "step_until_finished", self._engine.step)
         while len(self._live) > until_live_at_most and self._engine.has_unfinished():
-            for finished in self._engine.step():
+            for finished in step():
                 episode_id = finished.request_id.rsplit("#", 1)[0]
                 state = self._live[episode_id]
                 before = state.tool_s

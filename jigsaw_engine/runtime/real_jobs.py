@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -56,6 +58,10 @@ class RealJobOptions:
     rollout_workers: int = 1
     """Rollout engines to build, at least the spec's data-parallel width: more let the scheduler
     run a step wider than asked (a home grown from devices nobody else needs)."""
+    rollout_actors: bool = False
+    """Each rollout engine in a Ray actor process of its own (:mod:`jigsaw_engine.runtime.ray.rollout_actor`)
+    instead of the job's process: generation runs where the scheduler pinned that worker, and a
+    dead rollout worker costs the job its step, resumed from the checkpoint. Needs Ray started."""
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:
@@ -137,15 +143,25 @@ def _rollout_engines(
     model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, count: int, options: RealJobOptions
 ) -> list[RolloutEngine]:
     """One engine per data-parallel worker, each with its own copy of the start policy."""
+    factory: Callable[[], RolloutEngine]
+    if options.rollout_engine == "torch":
+        factory = partial(TorchRolloutEngine, model, pad_token_id=int(tokenizer.pad_token_id))
+    else:
+        from jigsaw_engine.rollout.vllm_engine import VllmRolloutEngine
+
+        # vLLM loads from a checkpoint folder: the start policy is written once, read by each engine.
+        folder = Path(tempfile.mkdtemp(prefix="jigsaw-policy-"))
+        save_policy(model, tokenizer, folder)
+        factory = partial(VllmRolloutEngine, folder)
+    if options.rollout_actors:
+        from jigsaw_engine.runtime.ray.rollout_actor import RemoteRolloutEngine
+
+        # The model travels pickled: each actor unpickles a copy of its own.
+        return [RemoteRolloutEngine.start(factory, name=f"{w}") for w in range(count)]
     if options.rollout_engine == "torch":
         pad = int(tokenizer.pad_token_id)
         return [TorchRolloutEngine(copy.deepcopy(model), pad_token_id=pad) for _ in range(count)]
-    from jigsaw_engine.rollout.vllm_engine import VllmRolloutEngine
-
-    # vLLM loads from a checkpoint folder: the start policy is written once, read by each engine.
-    folder = Path(tempfile.mkdtemp(prefix="jigsaw-policy-"))
-    save_policy(model, tokenizer, folder)
-    return [VllmRolloutEngine(folder) for _ in range(count)]
+    return [factory() for _ in range(count)]
 
 
 def _sample_turn_text(env: Environment) -> list[str]:

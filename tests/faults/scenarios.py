@@ -98,13 +98,23 @@ def kill_engine_controller(stack: FaultStack) -> None:
     subprocess.run(["kill", "-9", *pids], check=True)
 
 
-def kill_job_worker(stack: FaultStack) -> None:
-    """SIGKILL the real job's own actor process (its rollout workers and trainer); the engine
-    hands the job back and the reconciler resumes it from its checkpoint."""
-    pids = subprocess.run(["pgrep", "-f", "ray::PipelineActor"], capture_output=True, text=True).stdout.split()
+def _kill_actor_processes(actor: str, what: str) -> None:
+    pids = subprocess.run(["pgrep", "-f", f"ray::{actor}"], capture_output=True, text=True).stdout.split()
     if not pids:
-        raise RuntimeError("no job worker process found")
+        raise RuntimeError(f"no {what} process found")
     subprocess.run(["kill", "-9", *pids], check=True)
+
+
+def kill_job_worker(stack: FaultStack) -> None:
+    """SIGKILL the real job's own actor process (its trainer and episode loop); the engine
+    hands the job back and the reconciler resumes it from its checkpoint."""
+    _kill_actor_processes("PipelineActor", "job worker")
+
+
+def kill_rollout_worker(stack: FaultStack) -> None:
+    """SIGKILL the real job's rollout workers' actor processes (each holds a rollout engine);
+    the job's step is lost with them and resumed from the checkpoint, as for its trainer."""
+    _kill_actor_processes("RolloutEngineActor", "rollout worker")
 
 
 def restart_redis(stack: FaultStack) -> None:
@@ -135,14 +145,19 @@ SCENARIOS = [
     Scenario("Redis restarted", restart_redis, "step:2"),
     Scenario("Postgres restarted", restart_postgres, "step:2"),
     Scenario("web server killed", restart_web, "step:2"),
-    # Real mode: each job's rollout workers and trainer run in an actor process of its own.
-    # Killing it mid-generation or between two optimizer steps of an update costs the job its
-    # step; killing the engine mid-generation takes every job's actor with it.
+    # Real mode: each job's trainer runs in an actor process of its own, and each of its rollout
+    # workers in another. Killing the rollout workers mid-generation or the trainer between two
+    # optimizer steps of an update costs the job its step; killing the engine mid-generation
+    # takes every job's actors with it.
     Scenario(
-        "job worker killed mid-generation (real)", kill_job_worker, "running:decode", engine_loses_jobs=True, real=True
+        "rollout worker killed mid-generation (real)",
+        kill_rollout_worker,
+        "running:decode",
+        engine_loses_jobs=True,
+        real=True,
     ),
     Scenario(
-        "job worker killed mid-update (real)", kill_job_worker, "running:train", engine_loses_jobs=True, real=True
+        "job trainer killed mid-update (real)", kill_job_worker, "running:train", engine_loses_jobs=True, real=True
     ),
     Scenario(
         "engine killed mid-generation (real)",

@@ -1,7 +1,7 @@
 """The fault-injection suite, in the test command: the whole stack in separate processes on
 private Postgres and Redis, eight faults injected while jobs run (simulated full-size ones of two
-tenants, then tiny ones trained for real: a job's worker process killed mid-generation and
-mid-update, the engine killed mid-generation), and after each
+tenants, then tiny ones trained for real: a job's rollout workers' processes killed
+mid-generation, its trainer's process mid-update, the engine mid-generation), and after each
 every job ends correctly with nothing lost, repeated or double-billed, and the dashboard's
 stream resumes. The table of fault x outcome is printed and saved as a test artefact."""
 

@@ -1,25 +1,7 @@
-"""One embedded Ray cluster for the whole test session (starting one costs seconds)."""
+"""The Ray tests share the session's embedded cluster (``ray_cluster``, tests/ray_fixture.py)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
 ray = pytest.importorskip("ray")
-
-
-@pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[None]:
-    ray.init(
-        num_cpus=2,
-        object_store_memory=256 * 2**20,  # the default takes 30% of RAM in /dev/shm
-        include_dashboard=False,
-        namespace="jigsaw",
-        log_to_driver=False,
-        _temp_dir="/tmp/jrt-ray",  # short: Ray's socket paths have a length limit
-    )
-    try:
-        yield
-    finally:
-        ray.shutdown()

@@ -1,5 +1,6 @@
-"""The engine as its Ray actor runs it in real mode: each job in a process of its own, freed when
-the job ends; a job whose process is killed mid-step is handed back and resumes from its
+"""The engine as its Ray actor runs it in real mode: each job in a process of its own and each of
+its rollout workers in another, all freed when the job ends; a job whose process, or one of
+whose rollout workers' processes, is killed mid-step is handed back and resumes from its
 checkpoint with no step lost or repeated."""
 
 from __future__ import annotations
@@ -20,9 +21,17 @@ from tests.train.test_real_service import wait_until_ended
 pytestmark = pytest.mark.slow
 
 
-def pipeline_processes() -> set[int]:
-    found = subprocess.run(["pgrep", "-f", "ray::PipelineActor"], capture_output=True, text=True).stdout.split()
+def processes(actor: str = "PipelineActor") -> set[int]:
+    found = subprocess.run(["pgrep", "-f", f"ray::{actor}"], capture_output=True, text=True).stdout.split()
     return {int(pid) for pid in found}
+
+
+def pipeline_processes() -> set[int]:
+    return processes("PipelineActor")
+
+
+def rollout_processes() -> set[int]:
+    return processes("RolloutEngineActor")
 
 
 def real_engine(tmp_path: Path) -> EngineHost:
@@ -51,14 +60,22 @@ def steps_reported(engine: EngineHost, pipeline_id: str) -> list[int]:
 
 
 def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_cluster, tmp_path: Path) -> None:
-    before = pipeline_processes()
+    before, rollouts_before = pipeline_processes(), rollout_processes()
     engine = real_engine(tmp_path)
     try:
         engine.submit("math", tiny_spec("math", steps=2))
         engine.submit("refine", tiny_spec("refine", workload="aime_refine", steps=2, seed=1))
         during = wait_for(lambda: pipeline_processes() - before if len(pipeline_processes() - before) == 2 else None)
+        # A rollout worker per core for each job (a step may run on both cores), in its own process.
+        rollouts = wait_for(
+            lambda: (
+                (rollout_processes() - rollouts_before) if len(rollout_processes() - rollouts_before) == 4 else None
+            ),
+            what="four rollout worker processes",
+        )
         events = wait_until_ended(engine, {"math", "refine"})
         wait_for(lambda: not (pipeline_processes() & during), 30, "the jobs' processes to exit")
+        wait_for(lambda: not (rollout_processes() & rollouts), 30, "the rollout workers' processes to exit")
     finally:
         engine.close()
     for pid in ("math", "refine"):
@@ -68,16 +85,16 @@ def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_
         assert [e.data["step"] for e in mine if e.kind is EventKind.SAMPLES] == [1, 2]
 
 
+@pytest.mark.parametrize("victim", ["PipelineActor", "RolloutEngineActor"])
 def test_a_job_whose_process_is_killed_mid_step_is_handed_back_and_resumes_from_its_checkpoint(
-    ray_cluster, tmp_path: Path
+    ray_cluster, tmp_path: Path, victim: str
 ) -> None:
-    before = pipeline_processes()
+    before = processes(victim)
     engine = real_engine(tmp_path)
     try:
         engine.submit("math", tiny_spec("math", steps=4))
         wait_for(lambda: steps_reported(engine, "math"), what="the first step")
-        (victim,) = pipeline_processes() - before
-        os.kill(victim, signal.SIGKILL)  # during step 2 (steps take about a second here)
+        os.kill(min(processes(victim) - before), signal.SIGKILL)  # during step 2 (a step takes about a second)
         wait_for(lambda: "math" not in engine.pipeline_states(), 60, "the job to be handed back")
         done = steps_reported(engine, "math")
         assert done[-1] < 4, "the kill must land while steps remain"

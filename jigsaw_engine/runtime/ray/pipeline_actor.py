@@ -16,7 +16,7 @@ from typing import Any
 
 import ray
 
-from jigsaw_engine.graph.substage import SubStage
+from jigsaw_engine.graph.substage import SubStage, SubStageKind
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
 from jigsaw_engine.sim.lengths import SequencePlan
@@ -69,6 +69,11 @@ class PipelineActor:
         if hasattr(os, "sched_setaffinity"):
             # 0 = the calling thread on Linux; host-bound nodes (no devices) may use any core.
             os.sched_setaffinity(0, set(cores) or self._all_cores)
+        engines = pipeline.job.engines
+        if node.kind is SubStageKind.DECODE and cores and node.worker is not None and node.worker < len(engines):
+            pin = getattr(engines[node.worker], "pin", None)  # a rollout worker in an actor of its own
+            if pin is not None:
+                pin(cores)
         return pipeline.run_node(node)
 
     def step_metrics(self) -> list[dict[str, float]]:

@@ -73,6 +73,8 @@ class ActorServiceExecutor:
             report: NodeReport = get(handle)
         except RayActorError as exc:  # the process died; a failing node raises RayTaskError
             raise WorkerLostError(f"the worker process of {pipeline_id} died ({type(exc).__name__})") from exc
+        except WorkerLostError as exc:  # one of its rollout workers' processes died under the node
+            raise WorkerLostError(f"a rollout worker process of {pipeline_id} died") from exc
         if report.step_metrics is not None:
             with self._lock:
                 self._reports[(pipeline_id, step)] = StepReport(dict(report.step_metrics), report.samples or [])

@@ -1,0 +1,25 @@
+"""One embedded Ray cluster for the whole test session (starting one costs seconds), for every
+test folder that needs one (the Ray tests, and the engine tests' actor-held engines)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    ray = pytest.importorskip("ray")
+    ray.init(
+        num_cpus=2,
+        object_store_memory=256 * 2**20,  # the default takes 30% of RAM in /dev/shm
+        include_dashboard=False,
+        namespace="jigsaw",
+        log_to_driver=False,
+        _temp_dir="/tmp/jrt-ray",  # short: Ray's socket paths have a length limit
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
