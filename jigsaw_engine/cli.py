@@ -163,7 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--policies", default="jigsaw", help="comma separated: serial, dedicated, greedy, jigsaw")
     r.add_argument("--steps", type=int, default=None, help="override every pipeline's trainer.total_steps")
     r.add_argument("--json", type=Path, default=None, help="write the results here")
-    r.add_argument("--executor", choices=("ray", "threads"), default="ray", help="Ray actors (default) or threads here")
+    r.add_argument(
+        "--executor",
+        choices=("ray", "ray-split", "threads"),
+        default="ray",
+        help="ray: an actor process per pipeline (default); ray-split: and one per rollout worker, as the "
+        "service runs them; threads: all in this process",
+    )
     r.add_argument("--rollout-engine", choices=("torch", "vllm"), default="torch", help="the workers' rollout engine")
     r.add_argument(
         "--cache-dir",

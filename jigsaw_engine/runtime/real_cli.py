@@ -69,7 +69,7 @@ def _executor_factory(kind: str, options: RealJobOptions) -> ExecutorFactory:
 
         return RayExecutor(specs, train_parts=train_parts, options=options)
 
-    return actors if kind == "ray" else threads
+    return actors if kind.startswith("ray") else threads
 
 
 def _start_ray() -> None:
@@ -119,7 +119,7 @@ def run_command(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    use_ray = args.executor == "ray"
+    use_ray = args.executor.startswith("ray")
     if use_ray:
         _start_ray()
     try:
@@ -135,6 +135,7 @@ def run_command(args: argparse.Namespace) -> int:
                     # A torch engine is a copy of a tiny model: one per core lets a step run on
                     # every core. vLLM engines each reserve a KV cache: only what was asked.
                     rollout_workers=workload.cluster.num_devices if args.rollout_engine == "torch" else 1,
+                    rollout_actors=args.executor == "ray-split",
                 ),
             ),
             steps=args.steps,
