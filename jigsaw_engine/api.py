@@ -154,7 +154,7 @@ def _real_backend(config: EngineConfig, *, pipeline_actors: bool) -> Any:
     options = RealJobOptions(
         cache_dir=Path(config.real_cache_dir) if config.real_cache_dir else None,
         rollout_workers=config.cluster.num_devices,  # torch engines: a step may run on every core
-        rollout_actors=pipeline_actors,  # on Ray, each rollout worker in a process of its own too
+        worker_actors=pipeline_actors,  # on Ray, each rollout worker and the environment in a process too
     )
     train_parts = graph_config_for("jigsaw").train_minibatches
     checkpoint_root = Path(config.real_checkpoint_dir) if config.real_checkpoint_dir else None

@@ -167,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         "--executor",
         choices=("ray", "ray-split", "threads"),
         default="ray",
-        help="ray: an actor process per pipeline (default); ray-split: and one per rollout worker, as the "
-        "service runs them; threads: all in this process",
+        help="ray: an actor process per pipeline (default); ray-split: and one per rollout worker and one for "
+        "the environment, as the service runs them; threads: all in this process",
     )
     r.add_argument("--rollout-engine", choices=("torch", "vllm"), default="torch", help="the workers' rollout engine")
     r.add_argument(

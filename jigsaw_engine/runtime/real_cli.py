@@ -135,7 +135,7 @@ def run_command(args: argparse.Namespace) -> int:
                     # A torch engine is a copy of a tiny model: one per core lets a step run on
                     # every core. vLLM engines each reserve a KV cache: only what was asked.
                     rollout_workers=workload.cluster.num_devices if args.rollout_engine == "torch" else 1,
-                    rollout_actors=args.executor == "ray-split",
+                    worker_actors=args.executor == "ray-split",
                 ),
             ),
             steps=args.steps,

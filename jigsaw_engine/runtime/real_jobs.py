@@ -58,10 +58,11 @@ class RealJobOptions:
     rollout_workers: int = 1
     """Rollout engines to build, at least the spec's data-parallel width: more let the scheduler
     run a step wider than asked (a home grown from devices nobody else needs)."""
-    rollout_actors: bool = False
-    """Each rollout engine in a Ray actor process of its own (:mod:`jigsaw_engine.runtime.ray.rollout_actor`)
+    worker_actors: bool = False
+    """Each rollout engine, and the environment (tools, graders), in a Ray actor process of its
+    own (:mod:`jigsaw_engine.runtime.ray.rollout_actor`, :mod:`~jigsaw_engine.runtime.ray.env_actor`)
     instead of the job's process: generation runs where the scheduler pinned that worker, and a
-    dead rollout worker costs the job its step, resumed from the checkpoint. Needs Ray started."""
+    dead worker costs the job its step, resumed from the checkpoint. Needs Ray started."""
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:
@@ -135,6 +136,10 @@ def build_real_pipeline(
         seed=spec.seed,
     )
     engines = _rollout_engines(model, tokenizer, max(spec.resources.dp, options.rollout_workers), options)
+    if options.worker_actors:
+        from jigsaw_engine.runtime.ray.env_actor import RemoteEnvironment
+
+        env = RemoteEnvironment.start(env, partial(make_environment, spec, options))
     job = RLJob(model=model, tokenizer=tokenizer, env=env, engines=engines, config=config)
     return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir, start_step=start_step)
 
@@ -153,7 +158,7 @@ def _rollout_engines(
         folder = Path(tempfile.mkdtemp(prefix="jigsaw-policy-"))
         save_policy(model, tokenizer, folder)
         factory = partial(VllmRolloutEngine, folder)
-    if options.rollout_actors:
+    if options.worker_actors:
         from jigsaw_engine.runtime.ray.rollout_actor import RemoteRolloutEngine
 
         # The model travels pickled: each actor unpickles a copy of its own.

@@ -1,5 +1,5 @@
-"""The engine as its Ray actor runs it in real mode: each job in a process of its own and each of
-its rollout workers in another, all freed when the job ends; a job whose process, or one of
+"""The engine as its Ray actor runs it in real mode: each job in a process of its own, each of its
+rollout workers and its environment in others, all freed when the job ends; a job whose process, or one of
 whose rollout workers' processes, is killed mid-step is handed back and resumes from its
 checkpoint with no step lost or repeated."""
 
@@ -34,6 +34,10 @@ def rollout_processes() -> set[int]:
     return processes("RolloutEngineActor")
 
 
+def environment_processes() -> set[int]:
+    return processes("EnvironmentActor")
+
+
 def real_engine(tmp_path: Path) -> EngineHost:
     config = EngineConfig.from_mapping(
         {"num_nodes": 1, "devices_per_node": 2, "device_type": "cpu"},
@@ -60,7 +64,7 @@ def steps_reported(engine: EngineHost, pipeline_id: str) -> list[int]:
 
 
 def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_cluster, tmp_path: Path) -> None:
-    before, rollouts_before = pipeline_processes(), rollout_processes()
+    before, rollouts_before, envs_before = pipeline_processes(), rollout_processes(), environment_processes()
     engine = real_engine(tmp_path)
     try:
         engine.submit("math", tiny_spec("math", steps=2))
@@ -73,8 +77,11 @@ def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_
             ),
             what="four rollout worker processes",
         )
+        # An environment each (its tools and graders), started with the job's workers.
+        envs = wait_for(lambda: new if len(new := environment_processes() - envs_before) == 2 else None)
         events = wait_until_ended(engine, {"math", "refine"})
         wait_for(lambda: not (pipeline_processes() & during), 30, "the jobs' processes to exit")
+        wait_for(lambda: not (environment_processes() & envs), 30, "the environments' processes to exit")
         wait_for(lambda: not (rollout_processes() & rollouts), 30, "the rollout workers' processes to exit")
     finally:
         engine.close()

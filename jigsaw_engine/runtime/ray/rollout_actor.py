@@ -22,9 +22,7 @@ from typing import Any
 
 import ray
 import torch
-from ray.exceptions import RayActorError
 
-from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.rollout.protocol import (
     ExportedRequest,
     FinishedRequest,
@@ -32,6 +30,7 @@ from jigsaw_engine.rollout.protocol import (
     RolloutEngine,
     RolloutRequest,
 )
+from jigsaw_engine.runtime.ray.worker_calls import call_worker
 
 EngineFactory = Callable[[], RolloutEngine]
 
@@ -105,13 +104,7 @@ class RemoteRolloutEngine:
         return engine
 
     def _call(self, method: Any, *args: Any) -> Any:
-        try:
-            return ray.get(method.remote(*args))
-        except RayActorError as exc:
-            if exc.actor_init_failed:  # the engine could not be built: the job's fault, not a lost worker
-                reason = next((line for line in reversed(exc.error_msg.splitlines()) if line.strip()), "")
-                raise RuntimeError(f"rollout worker {self._name} could not be built: {reason.strip()}") from exc
-            raise WorkerLostError(f"rollout worker {self._name} died ({type(exc).__name__})") from exc
+        return call_worker(f"rollout worker {self._name}", method, *args)
 
     def _flush(self) -> None:
         if self._pending:
