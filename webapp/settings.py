@@ -158,6 +158,9 @@ CELERY_BEAT_SCHEDULE = {
 RECONCILE_DISPATCH_GRACE_S = env_float("RECONCILE_DISPATCH_GRACE_S", 30.0)
 
 # -- engine ---------------------------------------------------------------------------------
+GC_FREEZE_AFTER_STARTUP = env_bool("GC_FREEZE_AFTER_STARTUP", True)
+"""Move start-up's objects out of the garbage collector's full passes (``webapp/gc_tuning.py``)."""
+
 ENGINE_BACKEND = env_str("ENGINE_BACKEND", "local")  # local | ray
 if ENGINE_BACKEND not in ("local", "ray"):
     raise ImproperlyConfigured(f"ENGINE_BACKEND: must be local or ray, got {ENGINE_BACKEND!r}")
