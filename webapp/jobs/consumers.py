@@ -244,10 +244,10 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
                 await sender
 
     async def dispatch(self, message: dict[str, Any]) -> None:
-        if message["type"] == "job.event":
+        if message["type"] in ("job.events", "job.event"):
             # Channels would first hop to the database thread (closing old connections) for
             # every message; live events touch no database, and there can be many.
-            await self.job_event(message)
+            await self.job_events(message)
         else:
             await super().dispatch(message)
 
@@ -256,10 +256,15 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         if not self.closing and self.flood.too_many(asyncio.get_running_loop().time()):
             await self._close(CLOSE_FLOOD)
 
-    async def job_event(self, message: dict[str, Any]) -> None:
+    async def job_events(self, message: dict[str, Any]) -> None:
+        """``job.events``: wire events in the order they were stored (one job's, or one tenant's,
+        from one transaction); ``job.event``: one job's stored event (the older message)."""
         if self.overflowed or self.closing:
             return  # overflowed: it committed before it was published, so the catch-up reads it
-        self.pending.append(wire_event(message["job_id"], message["event"]))
+        if message["type"] == "job.events":
+            self.pending.extend(message["events"])
+        else:
+            self.pending.append(wire_event(message["job_id"], message["event"]))
         if len(self.pending) > MAX_PENDING:
             self.pending.clear()
             self.overflowed = True

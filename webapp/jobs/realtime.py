@@ -9,20 +9,27 @@ beyond the next one reveals a gap to fill from the database.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 import uuid
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 logger = logging.getLogger(__name__)
 
 # A cursor naming more jobs than this is refused (an honest one names the jobs active in the last
 # few audit periods; this only bounds what a client can make the server parse and query).
 MAX_CURSOR_JOBS = 2000
+PUBLISH_TIMEOUT_S = 5.0
+"""How long a commit waits for the channel layer before giving up on publishing (clients replay)."""
 
 
 def job_group(job_id: Any) -> str:
@@ -33,25 +40,78 @@ def tenant_group(tenant_id: int) -> str:
     return f"tenant.{tenant_id}"
 
 
-def publish_job_event_on_commit(*, job_id: Any, tenant_id: int, event: dict[str, Any]) -> None:
-    """Send after the transaction commits: a subscriber never sees an event that rolled back."""
+def publish_job_events_on_commit(events: Sequence[tuple[Any, int, dict[str, Any]]]) -> None:
+    """``(job id, tenant id, stored event)`` in the order they were stored -> once the transaction
+    commits (a subscriber never sees an event that rolled back), one ``job.events`` message per
+    job to its group and one per tenant to the tenant's, each with those events in order: a
+    batch costs a channel-layer call per job, not two per event."""
+    if not events:
+        return
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for job_id, tenant_id, event in events:
+        wired = wire_event(str(job_id), event)
+        groups.setdefault(job_group(job_id), []).append(wired)
+        groups.setdefault(tenant_group(tenant_id), []).append(wired)
 
     def send() -> None:
         layer = get_channel_layer()
         if layer is None:
             return
-        message = {"type": "job.event", "job_id": str(job_id), "event": event}
 
-        async def both() -> None:  # one event loop for both sends (each async_to_sync starts one)
-            await layer.group_send(job_group(job_id), message)
-            await layer.group_send(tenant_group(tenant_id), message)
+        async def send_all() -> None:
+            for group, batch in groups.items():
+                message = {"type": "job.events", "events": batch}
+                try:
+                    await layer.group_send(group, message)
+                except RedisConnectionError:  # a pooled connection Redis closed (it restarted): a new one
+                    await layer.group_send(group, message)
 
         try:
-            async_to_sync(both)()
+            _run_sync(send_all, in_memory=isinstance(layer, InMemoryChannelLayer))
         except Exception:  # a down channel layer must not fail the write; clients replay
-            logger.warning("could not publish event of job %s", job_id, exc_info=True)
+            logger.warning("could not publish %d job events", len(events), exc_info=True)
 
     transaction.on_commit(send)
+
+
+def _run_sync(send: Callable[[], Coroutine[Any, Any, None]], *, in_memory: bool) -> None:
+    """Run ``send`` from sync code. The in-memory layer (standalone mode) keeps its queues on the
+    server's loop, where ``async_to_sync`` runs it from a request's thread; Redis is reached
+    from any loop, so this process's publishing loop does it without starting one per call."""
+    if in_memory:
+        async_to_sync(send)()
+        return
+    sent = asyncio.run_coroutine_threadsafe(send(), _publisher_loop())
+    try:
+        sent.result(timeout=PUBLISH_TIMEOUT_S)
+    except BaseException:
+        sent.cancel()
+        raise
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _publisher_loop() -> asyncio.AbstractEventLoop:
+    """This process's event loop for channel-layer sends from sync code, in a daemon thread:
+    ``async_to_sync`` would start a loop per call, and the Redis layer opens a connection per
+    loop; about 2 ms of CPU a publish, against 0.2 ms per group sent here."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="channel-layer-publisher", daemon=True).start()
+        return _loop
+
+
+def _forget_publisher_loop() -> None:
+    """A forked child (a Celery pool process) has the loop but not its thread: it starts its own."""
+    global _loop, _loop_lock
+    _loop, _loop_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_publisher_loop)
 
 
 def wire_event(job_id: str, event: dict[str, Any]) -> dict[str, Any]:

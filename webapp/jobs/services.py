@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from tenants.models import Quota, Tenant
 from webapp import engine_gateway
 from webapp.datasets.services import resolve_dataset_refs
 from webapp.jobs.errors import BudgetExhausted, InvalidTransition, QuotaExceeded, SpecInvalid
+from webapp.jobs.journal import JobJournal
+from webapp.jobs.journal import event_payload as event_payload  # streams render stored events with it
 from webapp.jobs.models import (
     TERMINAL_STATUSES,
     TRANSITIONS,
@@ -25,23 +28,18 @@ from webapp.jobs.models import (
     JobEvent,
     JobMetrics,
     JobStatus,
+    UsageRecord,
 )
-from webapp.jobs.realtime import publish_job_event_on_commit
-from webapp.jobs.usage import month_gpu_hours, usage_record
+from webapp.jobs.usage import month_gpu_hours, usage_record_many
 
 logger = logging.getLogger(__name__)
 
 
-def event_payload(event: JobEvent) -> dict[str, Any]:
-    return {"seq": event.seq, "kind": event.kind, "created_at": event.created_at.isoformat(), "data": event.data}
-
-
 def _append_event(job: Job, kind: str, data: dict[str, Any]) -> JobEvent:
     """Caller holds the job's row lock (or just created it), so seq numbers never collide."""
-    job.last_event_seq += 1
-    Job.objects.filter(pk=job.pk).update(last_event_seq=job.last_event_seq)
-    event = JobEvent.objects.create(job=job, seq=job.last_event_seq, kind=kind, data=data)
-    publish_job_event_on_commit(job_id=job.pk, tenant_id=job.tenant_id, event=event_payload(event))
+    journal = JobJournal()
+    event = journal.append(job, kind, data)
+    journal.flush()
     return event
 
 
@@ -288,38 +286,46 @@ def job_transition(
         job = Job.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
             return False
-        if job.status == to and allow_same:
-            if reason and reason != job.status_reason:
-                job.status_reason = reason
-                job.save(update_fields=["status_reason"])
-                _append_event(job, EventKind.STATUS, {"status": to, "reason": reason})
-            return True
-        if to not in TRANSITIONS[job.status]:
-            logger.info("job %s: ignoring %s -> %s", job_id, job.status, to)
-            return False
-        job.status = to
-        job.status_reason = reason
-        fields = ["status", "status_reason"]
-        now = timezone.now()
-        if to == JobStatus.RUNNING and job.started_at is None:
-            job.started_at = now
-            fields.append("started_at")
-        if to in TERMINAL_STATUSES:
-            job.finished_at = now
-            fields.append("finished_at")
-        if to in (JobStatus.PAUSED, *TERMINAL_STATUSES) and job.admitted_at is not None:
-            job.admitted_at = None  # its capacity goes back to admission
-            fields.append("admitted_at")
-            _admit_soon()
-        if failure_class:
-            job.failure_class = failure_class
-            fields.append("failure_class")
-        job.save(update_fields=fields)
-        data = {"status": to, "reason": reason}
-        if failure_class:
-            data["failure_class"] = failure_class
-        _append_event(job, EventKind.STATUS, data)
+        journal = JobJournal()
+        moved = _transition(journal, job, to=to, reason=reason, failure_class=failure_class, allow_same=allow_same)
+        journal.flush()
+        return moved
+
+
+def _transition(journal: JobJournal, job: Job, *, to: str, reason: str, failure_class: str, allow_same: bool) -> bool:
+    """``job_transition`` on a job whose row the caller holds locked, written through ``journal``."""
+    if job.status == to and allow_same:
+        if reason and reason != job.status_reason:
+            job.status_reason = reason
+            journal.touch(job, "status_reason")
+            journal.append(job, EventKind.STATUS, {"status": to, "reason": reason})
         return True
+    if to not in TRANSITIONS[job.status]:
+        logger.info("job %s: ignoring %s -> %s", job.pk, job.status, to)
+        return False
+    job.status = to
+    job.status_reason = reason
+    fields = ["status", "status_reason"]
+    now = timezone.now()
+    if to == JobStatus.RUNNING and job.started_at is None:
+        job.started_at = now
+        fields.append("started_at")
+    if to in TERMINAL_STATUSES:
+        job.finished_at = now
+        fields.append("finished_at")
+    if to in (JobStatus.PAUSED, *TERMINAL_STATUSES) and job.admitted_at is not None:
+        job.admitted_at = None  # its capacity goes back to admission
+        fields.append("admitted_at")
+        _admit_soon()
+    if failure_class:
+        job.failure_class = failure_class
+        fields.append("failure_class")
+    journal.touch(job, *fields)
+    data = {"status": to, "reason": reason}
+    if failure_class:
+        data["failure_class"] = failure_class
+    journal.append(job, EventKind.STATUS, data)
+    return True
 
 
 def job_cancel(*, job: Job) -> Job:
@@ -385,90 +391,131 @@ _ENGINE_TO_JOB = {
 }
 
 
-def _apply_engine_event(event: engine_gateway.EngineEvent, engine_id: str) -> None:
-    source = f"{engine_id}:{event.seq}"
-    if event.kind is engine_gateway.EventKind.STATUS:
-        to = _ENGINE_TO_JOB[str(event.data["status"])]
-        reason = str(event.data.get("reason", ""))
-        if to == JobStatus.QUEUED:
-            reason = f"capacity: {reason}"
-        failure_class = "system" if to == JobStatus.FAILED else ""
-        reclaimed = (
-            to == JobStatus.PAUSED
-            and Job.objects.filter(
-                pk=event.pipeline_id, status=JobStatus.PAUSING, status_reason__startswith=RECLAIM_REASON
-            ).exists()
+@dataclass
+class _EngineBatch:
+    """What one batch of engine events writes, gathered in memory and written together by
+    ``save``: each job's row is locked and read once, its events, ledger rows, metrics and
+    checkpoints inserted in one statement each, its changed fields saved in one UPDATE."""
+
+    engine_id: str
+    jobs: dict[str, Job]
+    stored_steps: set[tuple[str, int]]
+    """(job, step) of the metrics stored, before and in this batch: each step is kept once."""
+    journal: JobJournal = field(default_factory=JobJournal)
+    bills: list[UsageRecord] = field(default_factory=list)
+    metrics: list[JobMetrics] = field(default_factory=list)
+    checkpoints: dict[tuple[str, int], JobCheckpoint] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, engine_id: str, events: list[engine_gateway.EngineEvent]) -> _EngineBatch:
+        job_ids = {e.pipeline_id for e in events}
+        # Locked in one statement, in one order (the spec, which can be large, stays behind).
+        locked = Job.objects.select_for_update().filter(pk__in=job_ids).defer("spec").order_by("pk")
+        steps = {int(e.data["step"]) for e in events if e.kind is engine_gateway.EventKind.METRICS}
+        stored = JobMetrics.objects.filter(job_id__in=job_ids, step__in=steps) if steps else JobMetrics.objects.none()
+        return cls(
+            engine_id=engine_id,
+            jobs={str(job.pk): job for job in locked},
+            stored_steps={(str(job_id), step) for job_id, step in stored.values_list("job_id", "step")},
         )
-        device_s = float(event.data.get("device_seconds", 0.0))
-        if device_s > 0:
-            _bill(event.pipeline_id, device_s, source)
-        job_transition(job_id=event.pipeline_id, to=to, reason=reason, failure_class=failure_class, allow_same=True)
-        if to == JobStatus.PAUSED:
-            _checkpoint(event.pipeline_id, int(event.data.get("step", 0)))
-        if reclaimed:  # not the user's pause: back in the queue, to continue from the checkpoint
-            job_transition(
-                job_id=event.pipeline_id,
-                to=JobStatus.QUEUED,
-                reason="waiting for admission (its borrowed GPUs were reclaimed)",
+
+    def bill(self, job: Job, gpu_seconds: float, step: int | None, event: engine_gateway.EngineEvent) -> None:
+        if gpu_seconds > 0:
+            source = f"{self.engine_id}:{event.seq}"
+            self.bills.append(
+                UsageRecord(
+                    job=job,
+                    tenant_id=job.tenant_id,
+                    device_type=job.device_type,
+                    gpu_seconds=gpu_seconds,
+                    step=step,
+                    source=source,
+                )
             )
-    elif event.kind is engine_gateway.EventKind.METRICS:
-        _store_metrics(event.pipeline_id, int(event.data["step"]), dict(event.data["metrics"]), source)
-    elif event.kind is engine_gateway.EventKind.SAMPLES:
-        job = Job.objects.select_for_update().filter(pk=event.pipeline_id).first()
-        if job is not None:
-            _append_event(job, EventKind.SAMPLES, dict(event.data))
-    elif event.kind is engine_gateway.EventKind.LOG:
-        job = Job.objects.select_for_update().filter(pk=event.pipeline_id).first()
-        if job is not None:
-            _append_event(job, EventKind.LOG, dict(event.data))
+
+    def checkpoint(self, job: Job, step: int) -> None:
+        if step > 0:
+            self.checkpoints.setdefault((str(job.pk), step), JobCheckpoint(job=job, step=step))
+
+    def save(self) -> None:
+        for row in usage_record_many(rows=self.bills):  # the ledger's new rows, in event order
+            row.job.gpu_seconds += row.gpu_seconds
+            self.journal.touch(row.job, "gpu_seconds")
+        JobMetrics.objects.bulk_create(self.metrics)
+        JobCheckpoint.objects.bulk_create(self.checkpoints.values(), ignore_conflicts=True)
+        self.journal.flush()
 
 
-def _store_metrics(job_id: str, step: int, values: dict[str, float], source: str) -> None:
-    job = Job.objects.select_for_update().filter(pk=job_id).first()
+def _apply_engine_event(batch: _EngineBatch, event: engine_gateway.EngineEvent) -> None:
+    job = batch.jobs.get(event.pipeline_id)
     if job is None:
         return
+    if event.kind is engine_gateway.EventKind.STATUS:
+        _apply_engine_status(batch, job, event)
+    elif event.kind is engine_gateway.EventKind.METRICS:
+        _store_metrics(batch, job, event)
+    elif event.kind is engine_gateway.EventKind.SAMPLES:
+        batch.journal.append(job, EventKind.SAMPLES, dict(event.data))
+    elif event.kind is engine_gateway.EventKind.LOG:
+        batch.journal.append(job, EventKind.LOG, dict(event.data))
+
+
+def _apply_engine_status(batch: _EngineBatch, job: Job, event: engine_gateway.EngineEvent) -> None:
+    to = _ENGINE_TO_JOB[str(event.data["status"])]
+    reason = str(event.data.get("reason", ""))
+    if to == JobStatus.QUEUED:
+        reason = f"capacity: {reason}"
+    failure_class = "system" if to == JobStatus.FAILED else ""
+    reclaimed = (
+        to == JobStatus.PAUSED and job.status == JobStatus.PAUSING and job.status_reason.startswith(RECLAIM_REASON)
+    )
+    batch.bill(job, float(event.data.get("device_seconds", 0.0)), None, event)
+    _transition(batch.journal, job, to=to, reason=reason, failure_class=failure_class, allow_same=True)
+    if to == JobStatus.PAUSED:
+        batch.checkpoint(job, int(event.data.get("step", 0)))
+    if reclaimed:  # not the user's pause: back in the queue, to continue from the checkpoint
+        _transition(
+            batch.journal,
+            job,
+            to=JobStatus.QUEUED,
+            reason="waiting for admission (its borrowed GPUs were reclaimed)",
+            failure_class="",
+            allow_same=False,
+        )
+
+
+def _store_metrics(batch: _EngineBatch, job: Job, event: engine_gateway.EngineEvent) -> None:
+    step, values = int(event.data["step"]), dict(event.data["metrics"])
     # Billed per engine event, before the step dedupe: a step redone after a recovery ran
     # (and used GPUs) twice, though its metrics are kept once.
-    usage_record(job=job, gpu_seconds=float(values.get("usage/device_seconds", 0.0)), step=step, source=source)
-    try:
-        with transaction.atomic():
-            JobMetrics.objects.create(job=job, step=step, values=values)
-    except IntegrityError:
+    batch.bill(job, float(values.get("usage/device_seconds", 0.0)), step, event)
+    if (str(job.pk), step) in batch.stored_steps:
         return  # already stored: ingestion is at-least-once, storage exactly-once
+    batch.stored_steps.add((str(job.pk), step))
+    batch.metrics.append(JobMetrics(job=job, step=step, values=values))
     if step > job.current_step:
         job.current_step = step
-        job.save(update_fields=["current_step"])
+        batch.journal.touch(job, "current_step")
     save_freq = int(job.resolved_spec.get("trainer", {}).get("save_freq", 0) or 0)
     if step == job.total_steps or (save_freq and step % save_freq == 0):
-        _checkpoint(job_id, step)
-    _append_event(job, EventKind.METRICS, {"step": step, "total_steps": job.total_steps, "metrics": values})
-
-
-def _bill(job_id: str, gpu_seconds: float, source: str) -> None:
-    job = Job.objects.select_for_update().filter(pk=job_id).first()
-    if job is not None:
-        usage_record(job=job, gpu_seconds=gpu_seconds, step=None, source=source)
-
-
-def _checkpoint(job_id: str, step: int) -> None:
-    if step > 0:
-        JobCheckpoint.objects.get_or_create(job_id=job_id, step=step)
+        batch.checkpoint(job, step)
+    batch.journal.append(job, EventKind.METRICS, {"step": step, "total_steps": job.total_steps, "metrics": values})
 
 
 def engine_events_ingest(*, engine_id: str, events: Iterable[engine_gateway.EngineEvent], next_cursor: int) -> int:
     """Store events past the saved cursor and advance it, atomically; returns how many."""
     with transaction.atomic():
         cursor, _ = EngineCursor.objects.select_for_update().get_or_create(engine_id=engine_id)
-        applied = 0
-        for event in events:
-            if event.seq <= cursor.cursor:
-                continue  # another pump stored it first
-            _apply_engine_event(event, engine_id)
-            applied += 1
+        fresh = [e for e in events if e.seq > cursor.cursor]  # the others: another pump stored them first
+        if fresh:
+            batch = _EngineBatch.load(engine_id, fresh)
+            for event in fresh:  # in the engine's order: each job's events keep theirs
+                _apply_engine_event(batch, event)
+            batch.save()
         if next_cursor > cursor.cursor:
             cursor.cursor = next_cursor
             cursor.save(update_fields=["cursor", "updated_at"])
-    return applied
+    return len(fresh)
 
 
 def engine_events_pump(*, max_batches: int = 20, batch_size: int = 500) -> int:
