@@ -245,6 +245,7 @@ def bench_env(opts: Options) -> dict[str, str]:
         ENGINE_BACKEND="local",
         API_RATE_PER_CALLER="100000000/min",
         API_RATE_JOB_CREATE="100000000/min",
+        WS_MAX_SOCKETS_PER_USER="0",  # hundreds of sockets of one user: the load, not an abuse
         # The soak's Celery worker runs the submitted jobs on the simulated engine: enough
         # simulated GPUs that they run as fast as they come, so nothing piles up in the queue.
         ENGINE_NUM_NODES=str(SOAK_NODES),

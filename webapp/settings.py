@@ -158,6 +158,11 @@ CELERY_BEAT_SCHEDULE = {
 RECONCILE_DISPATCH_GRACE_S = env_float("RECONCILE_DISPATCH_GRACE_S", 30.0)
 
 # -- engine ---------------------------------------------------------------------------------
+WS_MAX_SOCKETS_PER_USER = int(env_float("WS_MAX_SOCKETS_PER_USER", 100))
+"""Event streams one user may hold open on one server process (0: no limit); more close 4429."""
+if WS_MAX_SOCKETS_PER_USER < 0:
+    raise ImproperlyConfigured(f"WS_MAX_SOCKETS_PER_USER: must be >= 0 (0 = no limit), got {WS_MAX_SOCKETS_PER_USER}")
+
 GC_FREEZE_AFTER_STARTUP = env_bool("GC_FREEZE_AFTER_STARTUP", True)
 """Move start-up's objects out of the garbage collector's full passes (``webapp/gc_tuning.py``)."""
 

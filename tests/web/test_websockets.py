@@ -343,6 +343,23 @@ async def test_a_flood_of_client_messages_closes_4429(make_actor: Any) -> None:
     await ws.disconnect()
 
 
+@pytest.mark.asyncio
+async def test_a_user_holding_the_socket_limit_gets_4429_until_one_closes(make_actor: Any, settings: Any) -> None:
+    settings.WS_MAX_SOCKETS_PER_USER = 2
+    acme = await sync_to_async(make_actor)("acme")
+    globex = await sync_to_async(make_actor)("globex")
+    job = await submit(acme)
+    first, _ = await open_stream("/ws/v1/tenant", bearer(acme.token))
+    second, _ = await open_stream(f"/ws/v1/jobs/{job}", bearer(acme.token))
+    assert await close_code("/ws/v1/tenant", bearer(acme.token)) == 4429
+    other, _ = await open_stream("/ws/v1/tenant", bearer(globex.token))  # another user is not affected
+    await first.disconnect()
+    third, _ = await open_stream("/ws/v1/tenant", bearer(acme.token))  # a slot was freed
+    for ws in (second, other, third):
+        await ws.disconnect()
+    assert not consumers._open_streams  # every socket that closed gave its slot back
+
+
 # -- the bookkeeping alone --------------------------------------------------------------------
 def test_live_events_are_planned_around_duplicates_and_gaps() -> None:
     a, b = "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"

@@ -10,7 +10,8 @@ v1 frames: ``{"type": "events", "events": [...], "cursor": ...}`` (each event wi
 ``job_id``; the first frame may have none), ``{"type": "resync", "cursor": ...}`` and, tenant
 stream only, ``{"type": "reset", "cursor": ...}``. Close codes: 4400 malformed ``after``, 4401
 not authenticated, 4403 not allowed on this tenant, 4404 no such job for this caller, 4429 the
-client sent too much, 1011 server error (reconnect with the last cursor).
+client sent too much or its user already holds ``WS_MAX_SOCKETS_PER_USER`` streams on this
+server process, 1011 server error (reconnect with the last cursor).
 
 Each event reaches a client once, and a job's events in seq order:
 - a stream joins its channel-layer group *before* reading stored events, so nothing falls in
@@ -28,12 +29,14 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, ParamSpec, TypeVar, cast
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db.models import Q
@@ -197,6 +200,10 @@ class FloodGuard:
 
 
 # -- consumers --------------------------------------------------------------------------------
+_open_streams: Counter[int] = Counter()
+"""Event streams open on this server process, per user (``WS_MAX_SOCKETS_PER_USER``)."""
+
+
 class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
     """Authentication, the live buffer, batching, backpressure and the flood guard; subclasses
     say which events, how to replay them and how frames look."""
@@ -211,11 +218,18 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.flush_now = asyncio.Event()  # ...enough not to wait for more
         self.flood = FloodGuard(FLOOD_PER_S)
         self.closing = False
+        self.counted_user: int | None = None
         await self.accept()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self._close(CLOSE_UNAUTHENTICATED)
             return
+        limit = settings.WS_MAX_SOCKETS_PER_USER
+        if limit and _open_streams[user.pk] >= limit:  # one client must not hold the server's sockets
+            await self._close(CLOSE_FLOOD)
+            return
+        _open_streams[user.pk] += 1
+        self.counted_user = user.pk
         query = {k: v[0] for k, v in parse_qs(self.scope.get("query_string", b"").decode()).items()}
         refused = await self.open_stream(user, self.scope.get("api_token"), query)
         if refused:
@@ -226,6 +240,11 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.sender = asyncio.create_task(self._send_loop())
 
     async def disconnect(self, code: int) -> None:
+        counted, self.counted_user = getattr(self, "counted_user", None), None
+        if counted is not None:
+            _open_streams[counted] -= 1
+            if _open_streams[counted] <= 0:
+                del _open_streams[counted]
         await self._stop()
 
     async def _stop(self) -> None:
