@@ -40,6 +40,15 @@ class TinyPolicy:
     def fresh_model(self) -> torch.nn.Module:
         return copy.deepcopy(self.model)
 
+    def updated_model(self, scale: float, *, seed: int = 0) -> torch.nn.Module:
+        """A copy with seeded noise of std ``scale`` on every weight: a stand-in for a training update."""
+        model = self.fresh_model()
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.add_(scale * torch.randn(parameter.shape, generator=generator))
+        return model
+
 
 @pytest.fixture(scope="session")
 def arith_policy() -> TinyPolicy:

@@ -120,11 +120,7 @@ def test_sampling_params_reject_bad_values():
 def test_vllm_log_probs_match_the_trainers_after_a_weight_update(arith_policy, vllm_engine):
     """What GRPO relies on: after the trainer's weights are loaded into vLLM, vLLM's log-probs of
     its greedy replies are the trainer's (to float rounding), and not the old weights'."""
-    trainer = arith_policy.fresh_model()
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for parameter in trainer.parameters():
-            parameter.add_(0.02 * torch.randn(parameter.shape, generator=generator))
+    trainer = arith_policy.updated_model(0.02)
     vllm_engine.load_weights(trainer.state_dict())
     replies = run_to_completion(vllm_engine, _requests(arith_policy, PROMPTS, temperature=0.0))
 
