@@ -230,22 +230,29 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
             return
         _open_streams[user.pk] += 1
         self.counted_user = user.pk
-        query = {k: v[0] for k, v in parse_qs(self.scope.get("query_string", b"").decode()).items()}
-        refused = await self.open_stream(user, self.scope.get("api_token"), query)
-        if refused:
-            await self._close(refused)
-            return
-        assert self.group is not None
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        self.sender = asyncio.create_task(self._send_loop())
+        try:
+            query = {k: v[0] for k, v in parse_qs(self.scope.get("query_string", b"").decode()).items()}
+            refused = await self.open_stream(user, self.scope.get("api_token"), query)
+            if refused:
+                await self._close(refused)
+                return
+            assert self.group is not None
+            await self.channel_layer.group_add(self.group, self.channel_name)
+            self.sender = asyncio.create_task(self._send_loop())
+        except BaseException:  # the consumer dies without a disconnect: give the slot back here
+            self._release_slot()
+            raise
 
     async def disconnect(self, code: int) -> None:
+        self._release_slot()
+        await self._stop()
+
+    def _release_slot(self) -> None:
         counted, self.counted_user = getattr(self, "counted_user", None), None
         if counted is not None:
             _open_streams[counted] -= 1
             if _open_streams[counted] <= 0:
                 del _open_streams[counted]
-        await self._stop()
 
     async def _stop(self) -> None:
         """No more events for this socket: leave the group, end the sender (unless it is the
