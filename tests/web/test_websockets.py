@@ -361,6 +361,23 @@ async def test_a_user_holding_the_socket_limit_gets_4429_until_one_closes(make_a
     assert acme.user.pk not in consumers._open_streams and globex.user.pk not in consumers._open_streams
 
 
+@pytest.mark.asyncio
+async def test_a_socket_whose_consumer_dies_on_an_error_gives_its_slot_back(
+    make_actor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    acme = await sync_to_async(make_actor)("acme")
+
+    async def broken(*args: Any) -> None:
+        raise ConnectionError("the channel layer's Redis went away")
+
+    monkeypatch.setattr(consumers.TenantStreamConsumer, "open_stream", broken)
+    ws = WebsocketCommunicator(application, "/ws/v1/tenant", headers=bearer(acme.token))
+    with pytest.raises(ConnectionError):
+        await ws.connect(timeout=5)
+        await ws.receive_output(timeout=5)
+    assert acme.user.pk not in consumers._open_streams
+
+
 # -- the bookkeeping alone --------------------------------------------------------------------
 def test_live_events_are_planned_around_duplicates_and_gaps() -> None:
     a, b = "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"

@@ -230,18 +230,22 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
             return
         _open_streams[user.pk] += 1
         self.counted_user = user.pk
+        query = {k: v[0] for k, v in parse_qs(self.scope.get("query_string", b"").decode()).items()}
+        refused = await self.open_stream(user, self.scope.get("api_token"), query)
+        if refused:
+            await self._close(refused)
+            return
+        assert self.group is not None
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.sender = asyncio.create_task(self._send_loop())
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """The socket's whole life: its slot is given back however it ends, also when the
+        consumer dies on an error (the channel layer's Redis gone) and no disconnect runs."""
         try:
-            query = {k: v[0] for k, v in parse_qs(self.scope.get("query_string", b"").decode()).items()}
-            refused = await self.open_stream(user, self.scope.get("api_token"), query)
-            if refused:
-                await self._close(refused)
-                return
-            assert self.group is not None
-            await self.channel_layer.group_add(self.group, self.channel_name)
-            self.sender = asyncio.create_task(self._send_loop())
-        except BaseException:  # the consumer dies without a disconnect: give the slot back here
+            await super().__call__(scope, receive, send)
+        finally:
             self._release_slot()
-            raise
 
     async def disconnect(self, code: int) -> None:
         self._release_slot()
