@@ -240,15 +240,15 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         self.sender = asyncio.create_task(self._send_loop())
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        """The socket's whole life: its slot is given back however it ends, also when the
-        consumer dies on an error (the channel layer's Redis gone) and no disconnect runs."""
+        """The socket's whole life: its slot is given back here, however it ends (a disconnect,
+        or the consumer dying on an error, e.g. the channel layer's Redis gone, where no
+        disconnect runs)."""
         try:
             await super().__call__(scope, receive, send)
         finally:
             self._release_slot()
 
     async def disconnect(self, code: int) -> None:
-        self._release_slot()
         await self._stop()
 
     def _release_slot(self) -> None:
