@@ -96,6 +96,15 @@ def _print_summary(result: dict[str, Any]) -> None:
         rate, makespan = figures["throughput_tokens_per_s"], figures["makespan_s"]
         predicted = figures["predicted_makespan_s"]
         print(f"{name:10s} {rate:9.0f} {makespan:11.1f} {max(ratios):14.2f} {predicted:15.1f}{chosen}")
+    print("\nsimulator forecast per pipeline: step latency error, and sim/real seconds by sub-stage")
+    for name, figures in result["policies"].items():
+        if name == "verl":
+            continue  # a copy of serial or dedicated
+        for pid, f in figures["pipelines"].items():
+            real, sim = f["stage_seconds"]["real"], f["stage_seconds"]["predicted"]
+            kinds = sorted(set(real) | set(sim), key=lambda k: -real.get(k, 0.0))
+            stages = "  ".join(f"{k} {sim.get(k, 0.0):.1f}/{real.get(k, 0.0):.1f}" for k in kinds)
+            print(f"{name:10s} {pid:18s} {f['prediction_error']:+6.0%}  {stages}")
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.control.cluster_controller import ClusterController, TimelineSpan
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.errors import FieldError, SpecError
@@ -170,9 +170,11 @@ def _run(
     if shutdown is not None:
         shutdown()
     predicted = predict_with_simulator(cluster, policy, specs, plans)
+    real_stages = stage_seconds(controller.timeline)
     for pid, figures in pipelines.items():
         figures["predicted_step_latency_s"] = predicted["pipelines"][pid]
         figures["prediction_error"] = predicted["pipelines"][pid] / figures["step_latency_s"] - 1.0
+        figures["stage_seconds"] = {"real": real_stages.get(pid, {}), "predicted": predicted["stages"].get(pid, {})}
     return {
         "throughput_tokens_per_s": tokens / makespan_s,
         "makespan_s": makespan_s,
@@ -217,7 +219,23 @@ def predict_with_simulator(
         pid: ((run.ended_s or 0.0) - (run.started_s or 0.0)) / max(1, run.steps_done)
         for pid, run in controller.finished_runs().items()
     }
-    return {"makespan_s": makespan_s, "pipelines": latencies}
+    return {"makespan_s": makespan_s, "pipelines": latencies, "stages": stage_seconds(controller.timeline)}
+
+
+STAGE_GROUPS = {"prefill": "rollout", "decode": "rollout", "tool": "rollout"}
+"""A real rollout prefills inside its decode nodes and waits for tools inside them too, so
+only their sum compares with the simulator's."""
+
+
+def stage_seconds(timeline: Sequence[TimelineSpan]) -> dict[str, dict[str, float]]:
+    """Seconds each pipeline's sub-stages spent on the clock, summed by kind (rollout nodes
+    together): where a forecast's error comes from. Concurrent workers' spans add up."""
+    totals: dict[str, dict[str, float]] = {}
+    for span in timeline:
+        group = STAGE_GROUPS.get(span.kind, span.kind)
+        by_kind = totals.setdefault(span.pipeline_id, {})
+        by_kind[group] = by_kind.get(group, 0.0) + span.end_s - span.start_s
+    return {pid: {kind: round(s, 4) for kind, s in by_kind.items()} for pid, by_kind in totals.items()}
 
 
 def _real_plans(executor: NodeExecutor) -> dict[str, dict[int, list[SequencePlan]]]:
