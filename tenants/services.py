@@ -11,6 +11,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from tenants.models import QUOTA_DECISIONS_LOCK_KEY, ApiToken, AuditLog, Membership, Quota, Role, Scope, Tenant
@@ -91,13 +92,26 @@ def api_token_create(
     return token, f"{TOKEN_PREFIX}_{key_id}_{secret}"
 
 
+def token_member_role() -> Subquery:
+    """The role of a token's user in the token's tenant (None once they left it)."""
+    member = Membership.objects.filter(tenant_id=OuterRef("tenant_id"), user_id=OuterRef("user_id"))
+    return Subquery(member.values("role")[:1])
+
+
 def api_token_authenticate(*, raw: str) -> ApiToken | None:
     """The active token for ``raw`` or None; compares in constant time."""
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != TOKEN_PREFIX:
         return None
-    token = ApiToken.objects.select_related("tenant", "user").filter(key_id=parts[1]).first()
-    if token is None or not hmac.compare_digest(token.secret_hash, _hash_secret(parts[2])):
+    try:
+        token = (
+            ApiToken.objects.select_related("tenant", "user")
+            .annotate(member_role=token_member_role())  # resolving the tenant needs it: same query
+            .get(key_id=parts[1])
+        )
+    except ApiToken.DoesNotExist:
+        return None
+    if not hmac.compare_digest(token.secret_hash, _hash_secret(parts[2])):
         return None
     if not token.is_active() or not token.user.is_active:
         return None

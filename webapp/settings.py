@@ -133,7 +133,7 @@ else:
 if not STANDALONE:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "webapp.redis_cache.SharedRedisCache",  # one connection pool per process
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env_str("CACHE_PREFIX", "jigsaw"),
         }

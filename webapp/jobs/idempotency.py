@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from tenants.models import Tenant
@@ -34,14 +34,26 @@ def request_fingerprint(body: Any) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
+_CLAIM_SQL = (
+    f'INSERT INTO {IdempotencyRecord._meta.db_table} (tenant_id, "key", request_hash, created_at)'
+    " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"
+)
+
+
+def _insert_claim(*, tenant: Tenant, key: str, fingerprint: str) -> bool:
+    """Whether this request claimed ``key``: one statement, committed by itself (a duplicate
+    must see the claim while the work runs), that skips a taken key instead of raising, so it
+    needs no transaction of its own, nor a savepoint inside a caller's."""
+    with connection.cursor() as cursor:
+        now = connection.ops.adapt_datetimefield_value(timezone.now())  # as the ORM stores it
+        cursor.execute(_CLAIM_SQL, [tenant.pk, key, fingerprint, now])
+        return cursor.rowcount == 1
+
+
 def idempotency_claim(*, tenant: Tenant, key: str, fingerprint: str) -> StoredResponse | None:
     """Claim ``key``; returns the stored response if this is a replay, else None (go ahead)."""
-    try:
-        with transaction.atomic():
-            IdempotencyRecord.objects.create(tenant=tenant, key=key, request_hash=fingerprint)
-            return None
-    except IntegrityError:
-        pass
+    if _insert_claim(tenant=tenant, key=key, fingerprint=fingerprint):
+        return None
     with transaction.atomic():
         record = IdempotencyRecord.objects.select_for_update().get(tenant=tenant, key=key)
         if record.request_hash != fingerprint:

@@ -35,10 +35,13 @@ class JobJournal:
         """Mark fields of ``job`` (already set on it) to be saved."""
         self.changed.setdefault(job.pk, (job, set()))[1].update(fields)
 
-    def flush(self) -> None:
+    def flush(self, *, inserted: Job | None = None) -> None:
         """Save the changed fields, insert the events in the order they were appended (their
-        ids follow it), and publish them once the transaction commits."""
+        ids follow it), and publish them once the transaction commits. ``inserted``: a job
+        whose row was just written whole, appended-to fields included (no UPDATE for it)."""
         for job, fields in self.changed.values():
+            if job is inserted:
+                continue
             Job.objects.filter(pk=job.pk).update(**{name: getattr(job, name) for name in sorted(fields)})
         JobEvent.objects.bulk_create(self.events)
         publish_job_events_on_commit([(e.job.pk, e.job.tenant_id, event_payload(e)) for e in self.events])

@@ -30,7 +30,8 @@ from webapp.jobs.models import (
     JobStatus,
     UsageRecord,
 )
-from webapp.jobs.usage import month_gpu_hours, usage_record_many
+from webapp.jobs.selectors import submit_cap_counts
+from webapp.jobs.usage import usage_record_many
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +66,12 @@ def _check_submit_caps(*, tenant: Tenant, num_gpus: int, priority: float) -> Non
             f"priority {priority:g} is above your tenant's limit of {quota.priority_limit:g}",
             [{"field": "spec.priority", "message": f"must be <= {quota.priority_limit:g} (quota priority_limit)"}],
         )
-    spent = month_gpu_hours(tenant_ids=[tenant.pk]).get(tenant.pk, 0.0)
+    waiting, spent = submit_cap_counts(tenant_id=tenant.pk)  # read once the lock is held
     if spent >= quota.monthly_gpu_hours:
         raise BudgetExhausted(
             f"your tenant has used {spent:.1f} of its {quota.monthly_gpu_hours:g} GPU-hours this month; "
             "ask an admin to raise monthly_gpu_hours or wait for the next month"
         )
-    waiting = Job.objects.filter(tenant=tenant, status=JobStatus.QUEUED).count()
     if waiting >= quota.max_queued_jobs:
         raise QuotaExceeded(
             f"your tenant already has {waiting} queued jobs (limit {quota.max_queued_jobs}); "
@@ -96,7 +96,7 @@ def _create_job(
     priority = float(resolved["priority"])
     device_type, _ = engine_gateway.cluster_capacity()
     _check_submit_caps(tenant=tenant, num_gpus=num_gpus, priority=priority)
-    job = Job.objects.create(
+    job = Job(
         tenant=tenant,
         created_by=user if getattr(user, "pk", None) else None,
         name=name or resolved["name"],
@@ -109,7 +109,10 @@ def _create_job(
         status_reason="waiting for admission",
         **extra,
     )
-    _append_event(job, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": job.status_reason})
+    journal = JobJournal()  # the first event is numbered before the INSERT, which stores its seq
+    journal.append(job, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": job.status_reason})
+    job.save(force_insert=True)
+    journal.flush(inserted=job)
     _admit_soon()
     return job
 
@@ -147,7 +150,9 @@ def job_submit(*, tenant: Tenant, user: Any, name: str, spec: Mapping[str, Any])
     """Validate, store as ``queued``; the admission pass (right after commit) gives it capacity."""
     spec = resolve_dataset_refs(tenant, spec)  # data.train_files "dataset:<name>" -> the stored file
     resolved = _validated(spec)
-    with transaction.atomic():
+    # No savepoint: a refused submit raises before writing anything, and a caller's transaction
+    # (the API's, which stores the idempotent response with the job) ends with the exception.
+    with transaction.atomic(savepoint=False):
         return _create_job(tenant=tenant, user=user, name=name, spec=spec, resolved=resolved)
 
 
