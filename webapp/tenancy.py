@@ -24,11 +24,9 @@ def resolve_tenant(request: Any) -> tuple[Tenant, str, list[str]]:
         return cached  # type: ignore[no-any-return]
     token = request.auth if isinstance(request.auth, ApiToken) else None
     if token is not None:
-        if hasattr(token, "member_role"):  # annotated by the token lookup
-            role = token.member_role or Role.VIEWER
-        else:
-            found = tenant_for_user(user=token.user, slug=token.tenant.slug)
-            role = found[1] if found else Role.VIEWER
+        # Every token reaches here through api_token_authenticate, which reads the role in the
+        # same query (None once the user left the tenant).
+        role = token.member_role or Role.VIEWER
         result = (token.tenant, role, list(token.scopes))
     else:
         found = tenant_for_user(user=request.user, slug=request.headers.get("X-Tenant"))
