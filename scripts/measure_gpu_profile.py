@@ -59,7 +59,8 @@ How each key is obtained (the formulas are ``jigsaw_engine/cost/cost_model.py``'
   documented default, because one GPU cannot show them: nvlink_bytes_per_s, inter_node_bytes_per_s, and
   sync_alpha_s/sync_bytes_per_s (a framework's weight sync, not a device constant; the raw
   device-to-device copy of the model's tensors is in the points file) and stage_overhead_s (the
-  runtime's cost of launching a stage, measured by ``jigsaw run``, not here). A field whose phase failed or was
+  runtime's cost of launching a stage, measured by ``jigsaw run``, not here) and reward_s_per_sequence
+  (graders run on CPU workers, not on the GPU). A field whose phase failed or was
   skipped is carried over the same way, and the description says so.
 
 Every count of bytes is of bytes actually moved (2 per element in bf16, 4 in fp32), as in the CPU script.
@@ -107,8 +108,16 @@ PROFILE_KEYS = (
     "sync_alpha_s",
     "sync_bytes_per_s",
     "stage_overhead_s",
+    "reward_s_per_sequence",
 )
-CARRIED_KEYS = ("nvlink_bytes_per_s", "inter_node_bytes_per_s", "sync_alpha_s", "sync_bytes_per_s", "stage_overhead_s")
+CARRIED_KEYS = (
+    "nvlink_bytes_per_s",
+    "inter_node_bytes_per_s",
+    "sync_alpha_s",
+    "sync_bytes_per_s",
+    "stage_overhead_s",
+    "reward_s_per_sequence",
+)
 """Not measurable on one GPU (or not a device constant): always taken from the base profile."""
 DEFAULTS: dict[str, float] = {
     # shared/docs/BENCHMARKS.md's H100 column: used only where there is no base profile and a phase
@@ -131,6 +140,7 @@ DEFAULTS: dict[str, float] = {
     "sync_alpha_s": 1.0,
     "sync_bytes_per_s": 30e9,
     "stage_overhead_s": 0.5,
+    "reward_s_per_sequence": 0.002,
 }
 ROOFLINE_SMOOTHING_P = 2.0  # the cost model's smooth max exponent (cost_model.ROOFLINE_SMOOTHING_P)
 ETA_RANGE = (0.01, 1.0)  # an efficiency outside this is a failed fit, clipped and reported

@@ -47,6 +47,10 @@ class DeviceProfile:
     intercept of time against weight bytes in Vidur's 1-16-token profiles; it is why small
     matrices reach a lower fraction of HBM bandwidth than large ones. Defaults to 0 (a pure
     roofline) for a profile not yet fitted to measurements."""
+    reward_s_per_sequence: float = 0.002
+    """Wall time of a step's reward sub-stage per sequence: rule-based graders on CPU workers
+    in parallel, about 2 ms a sequence beside GPU training; where grading happens inside the
+    episodes, only the assembly of the training batch is left (tens of microseconds)."""
 
 
 @cache

@@ -12,8 +12,6 @@ from jigsaw_engine.sim.decode_sim import BUCKET_NAMES, DecodeBuckets, WorkerRoll
 from jigsaw_engine.sim.lengths import SequencePlan
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
 
-REWARD_S_PER_SEQUENCE = 0.002
-"""Rule-based graders run on CPU workers in parallel: about 2 ms per sequence of wall time."""
 TRAIN_STATE_BYTES_PER_PARAM = 16.0
 """bf16 weights and gradients plus fp32 Adam moments and master weights, sharded over the
 training devices (FSDP/ZeRO-3)."""
@@ -43,6 +41,10 @@ class GraphConfig:
     A sync pipeline has nothing to put on them until it trains, and the target's longer tail
     delays that training: enabled for sync pipelines too, jigsaw lost 1-7% on M0-M4 (seed 0,
     20 steps), while async migration gained 15% on M5 at staleness 4 (and lost 1.5% at 1)."""
+    prefix_cache: bool = True
+    """The rollout engine keeps a conversation's KV cache across turns (vLLM and SGLang cache
+    prefixes): a turn after a tool call prefills the tool's output only. False for an engine
+    that prefills the whole conversation again (the project's torch engine)."""
     interrupt_reprefill: bool = False
     """Interruptible rollouts (AReaL): a weight update lands during each step's generation and
     the in-flight sequences recompute their KV cache; charged as a ``prefill.interrupt`` node
@@ -92,7 +94,9 @@ def build_step_graph(
         nodes.append(load)
     per_worker = dict(enumerate(split_by_worker(spec, plans, config.dispatch)))
     rollouts = {
-        w: simulate_worker(cost, model, wp, tp=tp, buckets=config.buckets) for w, wp in per_worker.items() if wp
+        w: simulate_worker(cost, model, wp, tp=tp, buckets=config.buckets, prefix_cache=config.prefix_cache)
+        for w, wp in per_worker.items()
+        if wp
     }
     migrations = (
         plan_tail_migrations(
@@ -109,7 +113,13 @@ def build_step_graph(
     for target, moves in incoming.items():
         arrivals = tuple((m.at_s, rollouts[m.source].tail_remaining) for m in moves)
         rollouts[target] = simulate_worker(
-            cost, model, per_worker[target], tp=tp, buckets=config.buckets, arrivals=arrivals
+            cost,
+            model,
+            per_worker[target],
+            tp=tp,
+            buckets=config.buckets,
+            arrivals=arrivals,
+            prefix_cache=config.prefix_cache,
         )
     chains: dict[int, list[SubStage]] = {}
     for w, rollout in rollouts.items():
@@ -163,7 +173,7 @@ def build_step_graph(
     tail: list[SubStage] = [
         stage(
             SubStageKind.REWARD,
-            REWARD_S_PER_SEQUENCE * len(plans) + cost.device.stage_overhead_s,
+            cost.device.reward_s_per_sequence * len(plans) + cost.device.stage_overhead_s,
             0,
             ResourceClass.HOST,
         ),

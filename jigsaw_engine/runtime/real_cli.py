@@ -148,6 +148,7 @@ def run_command(args: argparse.Namespace) -> int:
                 ),
             ),
             steps=args.steps,
+            prefix_cache=args.rollout_engine == "vllm",
             progress=LiveProgress(),
         )
     except SpecError as exc:

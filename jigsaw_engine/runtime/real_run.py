@@ -66,7 +66,11 @@ def run_real_workload(
     make_executor: ExecutorFactory,
     steps: int | None = None,
     progress: Progress | None = None,
+    prefix_cache: bool = False,
 ) -> dict[str, Any]:
+    """Each policy's real run of ``workload`` beside the simulator's forecast of it.
+    ``prefix_cache``: the rollout engine keeps conversations' KV cache across turns (vLLM; the
+    torch engine prefills each turn's whole conversation), as the graphs must charge it."""
     specs = check_real_workload(workload, steps=steps)
     result: dict[str, Any] = {
         "cluster": {"num_devices": workload.cluster.num_devices, "device_type": workload.cluster.device_type},
@@ -75,10 +79,15 @@ def run_real_workload(
     }
     for policy in policies:
         if policy == "serial":
-            runs = [_run_alone(workload.cluster, pid, spec, make_executor, progress) for pid, spec in specs.items()]
+            runs = [
+                _run_alone(workload.cluster, pid, spec, make_executor, progress, prefix_cache)
+                for pid, spec in specs.items()
+            ]
             result["policies"]["serial"] = _merge_serial(runs)
         else:
-            result["policies"][policy] = _run(workload.cluster, policy, specs, make_executor, progress, label=policy)
+            result["policies"][policy] = _run(
+                workload.cluster, policy, specs, make_executor, progress, label=policy, prefix_cache=prefix_cache
+            )
     verl = [p for p in ("serial", "dedicated") if p in result["policies"]]
     if verl:
         best = max(verl, key=lambda p: result["policies"][p]["throughput_tokens_per_s"])
@@ -94,6 +103,7 @@ def _run_alone(
     spec: Mapping[str, Any],
     make_executor: ExecutorFactory,
     progress: Progress | None,
+    prefix_cache: bool,
 ) -> dict[str, Any]:
     """verl-serial's turn for one pipeline: the cluster to itself. Its best configuration is
     searched, as the simulator does for every baseline: the width it asked for, and every
@@ -106,7 +116,15 @@ def _run_alone(
     runs = []
     for width in widths:
         resized = {**spec, "resources": {**dict(spec.get("resources", {})), "num_gpus": width}}
-        run = _run(cluster, "dedicated", {pid: resized}, make_executor, progress, label=f"serial/{width}")
+        run = _run(
+            cluster,
+            "dedicated",
+            {pid: resized},
+            make_executor,
+            progress,
+            label=f"serial/{width}",
+            prefix_cache=prefix_cache,
+        )
         run["pipelines"][pid]["serial_width"] = width
         runs.append(run)
     return min(runs, key=lambda r: r["makespan_s"])
@@ -120,9 +138,10 @@ def _run(
     progress: Progress | None,
     *,
     label: str,
+    prefix_cache: bool,
 ) -> dict[str, Any]:
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    graph_config = replace(graph_config_for(policy), migrate_tails=False)
+    graph_config = replace(graph_config_for(policy), migrate_tails=False, prefix_cache=prefix_cache)
     executor = make_executor(specs, graph_config.train_minibatches)
     runtime = RealRuntime(executor)
     controller = ClusterController(
@@ -169,7 +188,7 @@ def _run(
     shutdown = getattr(executor, "shutdown", None)
     if shutdown is not None:
         shutdown()
-    predicted = predict_with_simulator(cluster, policy, specs, plans)
+    predicted = predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache)
     real_stages = stage_seconds(controller.timeline)
     for pid, figures in pipelines.items():
         figures["predicted_step_latency_s"] = predicted["pipelines"][pid]
@@ -191,6 +210,8 @@ def predict_with_simulator(
     policy: str,
     specs: Mapping[str, Mapping[str, Any]],
     plans: Mapping[str, Mapping[int, list[SequencePlan]]],
+    *,
+    prefix_cache: bool,
 ) -> dict[str, Any]:
     """The simulator's forecast of the run just made: same controller, scheduler and cost
     profile, replaying the sequences the real run produced (lengths, turns, tool waits).
@@ -198,7 +219,7 @@ def predict_with_simulator(
     The gap to the real run is the cost model's error for this machine and these models.
     """
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    graph_config = replace(graph_config_for(policy), migrate_tails=False)
+    graph_config = replace(graph_config_for(policy), migrate_tails=False, prefix_cache=prefix_cache)
     parsed = {pid: parse_pipeline_spec(spec) for pid, spec in specs.items()}
     by_spec = {id(spec): pid for pid, spec in parsed.items()}
 

@@ -101,12 +101,15 @@ def simulate_worker(
     tp: int = 1,
     buckets: DecodeBuckets = DecodeBuckets(),
     arrivals: tuple[tuple[float, tuple[SequencePlan, ...]], ...] = (),
+    prefix_cache: bool = True,
 ) -> WorkerRollout:
     """One worker's rollout of ``plans``. ``arrivals`` are sequences migrated in from other
-    workers, (time, plans) in time order, each re-prefilled when it arrives. The result is shared
-    between identical calls (every policy of a benchmark replays the same rollouts): treat it as
+    workers, (time, plans) in time order, each re-prefilled when it arrives. With
+    ``prefix_cache`` (vLLM, SGLang) a turn after a tool call prefills only the tool's output;
+    without it the engine prefills the whole conversation again. The result is shared between
+    identical calls (every policy of a benchmark replays the same rollouts): treat it as
     read-only."""
-    return _simulate_worker(cost, model, tuple(plans), tp, buckets, arrivals)
+    return _simulate_worker(cost, model, tuple(plans), tp, buckets, arrivals, prefix_cache)
 
 
 @lru_cache(maxsize=8192)
@@ -117,6 +120,7 @@ def _simulate_worker(
     tp: int,
     buckets: DecodeBuckets,
     arrivals: tuple[tuple[float, tuple[SequencePlan, ...]], ...],
+    prefix_cache: bool,
 ) -> WorkerRollout:
     out = WorkerRollout()
     incoming = list(reversed(arrivals))  # pop() takes the next arrival
@@ -172,7 +176,7 @@ def _simulate_worker(
             out.tool_wait_s += max(0.0, wake_s - t)
             t = max(t, wake_s)
             context += _rejoin(s, join)
-            dt = cost.prefill_s(model, tokens=s.plan.tool_output_tokens, tp=tp)
+            dt = cost.prefill_s(model, tokens=s.plan.tool_output_tokens if prefix_cache else s.context, tp=tp)
             t += dt
             out.prefill_s += dt
             continue
@@ -225,7 +229,7 @@ def _simulate_worker(
         while waiting and waiting[0][0] <= t:
             _, _, s = heapq.heappop(waiting)
             context += _rejoin(s, join)
-            rejoined_tokens += s.plan.tool_output_tokens
+            rejoined_tokens += s.plan.tool_output_tokens if prefix_cache else s.context
         if rejoined_tokens:
             dt = cost.prefill_s(model, tokens=rejoined_tokens, tp=tp)
             t += dt

@@ -15,7 +15,7 @@ from transformers import PreTrainedModel
 
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.policy_loss import value_loss
-from jigsaw_engine.train.token_batch import TokenBatch
+from jigsaw_engine.train.token_batch import TokenBatch, micro_batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,12 +26,16 @@ class CriticConfig:
     """How far one update may move a value (PPO's clipped value loss)."""
     grad_clip: float = 1.0
     micro_batch_size: int = 16
+    micro_batch_tokens: int | None = None
+    """Most tokens per forward/backward, padding counted (as the actor's)."""
     gamma: float = 1.0
     lam: float = 0.95
 
     def __post_init__(self) -> None:
         if self.lr <= 0 or self.value_clip <= 0 or self.micro_batch_size < 1:
             raise ValueError("critic: lr and value_clip must be > 0 and micro_batch_size >= 1")
+        if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
+            raise ValueError(f"critic.micro_batch_tokens: must be >= 1 or None, got {self.micro_batch_tokens}")
 
 
 class Critic(torch.nn.Module):
@@ -61,11 +65,13 @@ class CriticTrainer:
     @torch.no_grad()
     def values(self, batch: TokenBatch) -> torch.Tensor:
         self.critic.eval()
-        parts = [
-            self.critic(batch.rows(slice(start, start + self.config.micro_batch_size)))
-            for start in range(0, batch.size, self.config.micro_batch_size)
-        ]
-        return torch.cat(parts, dim=0) * batch.response_mask
+        out = torch.zeros(batch.response_mask.shape, dtype=torch.float32)
+        for index in micro_batches(
+            batch, max_rows=self.config.micro_batch_size, max_tokens=self.config.micro_batch_tokens
+        ):
+            values = self.critic(batch.rows(index).trimmed())
+            out[index, : values.shape[1]] = values
+        return out * batch.response_mask
 
     def update(self, batch: TokenBatch, returns: torch.Tensor, old_values: torch.Tensor) -> dict[str, float]:
         """One optimizer step on the whole batch (micro-batched); the critic's metrics."""
@@ -74,15 +80,15 @@ class CriticTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         total = float(batch.response_mask.sum().clamp(min=1.0))
         loss_sum, clip_sum = 0.0, 0.0
-        for start in range(0, batch.size, cfg.micro_batch_size):
-            part = slice(start, start + cfg.micro_batch_size)
+        width = batch.response_mask.shape[1]
+        for part in micro_batches(batch, max_rows=cfg.micro_batch_size, max_tokens=cfg.micro_batch_tokens):
             micro = batch.rows(part)
             weight = float(micro.response_mask.sum()) / total
             if weight == 0.0:
                 continue
-            out = value_loss(
-                self.critic(micro), old_values[part], returns[part], micro.response_mask, clip_range=cfg.value_clip
-            )
+            values = self.critic(micro.trimmed())
+            values = torch.nn.functional.pad(values, (0, width - values.shape[1]))
+            out = value_loss(values, old_values[part], returns[part], micro.response_mask, clip_range=cfg.value_clip)
             (out.vf_loss * weight).backward()
             loss_sum += float(out.vf_loss.detach()) * weight
             clip_sum += float(out.vf_clipfrac) * weight

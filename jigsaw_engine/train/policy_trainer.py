@@ -18,7 +18,7 @@ from transformers import PreTrainedModel
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.kl import KLEstimator, kl_loss
 from jigsaw_engine.rl.policy_loss import LossAggMode, aggregate_loss, ppo_policy_loss
-from jigsaw_engine.train.token_batch import TokenBatch, batch_log_probs, forward_log_probs
+from jigsaw_engine.train.token_batch import TokenBatch, batch_log_probs, forward_log_probs, micro_batches, micro_weight
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,10 @@ class ActorConfig:
     grad_clip: float = 1.0
     """Max global gradient norm per optimizer step."""
     micro_batch_size: int = 16
-    """Samples per forward/backward; gradients accumulate over micro-batches."""
+    """Most samples per forward/backward; gradients accumulate over micro-batches."""
+    micro_batch_tokens: int | None = None
+    """Most tokens per forward/backward, counting padding (rows x the longest row), as verl's
+    ``ppo_max_token_len_per_gpu``; None: rows alone cut micro-batches (see :func:`micro_batches`)."""
     ppo_mini_batch_size: int = 0
     """Samples per optimizer step; 0 = the whole batch (one step per epoch)."""
     ppo_epochs: int = 1
@@ -45,6 +48,8 @@ class ActorConfig:
     entropy_coeff: float = 0.0
 
     def __post_init__(self) -> None:
+        if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
+            raise ValueError(f"actor.micro_batch_tokens: must be >= 1 or None, got {self.micro_batch_tokens}")
         for name in ("micro_batch_size", "ppo_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"actor.{name}: must be >= 1, got {getattr(self, name)}")
@@ -65,6 +70,10 @@ def mean_metrics(per_step: list[dict[str, float]]) -> dict[str, float]:
     return {key: sum(step[key] for step in per_step) / len(per_step) for key in per_step[0]}
 
 
+def _pad_to(values: torch.Tensor, width: int) -> torch.Tensor:
+    return torch.nn.functional.pad(values, (0, width - values.shape[1]))
+
+
 class PolicyTrainer:
     def __init__(self, model: PreTrainedModel, config: ActorConfig, *, keep_reference: bool = False) -> None:
         self.model = model
@@ -77,12 +86,22 @@ class PolicyTrainer:
 
     # -- forwards without gradients ------------------------------------------------------------
     def old_log_probs(self, batch: TokenBatch) -> torch.Tensor:
-        return batch_log_probs(self.model, batch, micro_batch_size=self.config.micro_batch_size)
+        return batch_log_probs(
+            self.model,
+            batch,
+            micro_batch_size=self.config.micro_batch_size,
+            micro_batch_tokens=self.config.micro_batch_tokens,
+        )
 
     def ref_log_probs(self, batch: TokenBatch) -> torch.Tensor | None:
         if self.reference is None:
             return None
-        return batch_log_probs(self.reference, batch, micro_batch_size=self.config.micro_batch_size)
+        return batch_log_probs(
+            self.reference,
+            batch,
+            micro_batch_size=self.config.micro_batch_size,
+            micro_batch_tokens=self.config.micro_batch_tokens,
+        )
 
     # -- the update ----------------------------------------------------------------------------
     def update(
@@ -128,18 +147,18 @@ class PolicyTrainer:
         self.model.train()
         cfg = self.config
         self.optimizer.zero_grad(set_to_none=True)
-        # Each micro-batch's loss is weighted by its share of the mini-batch's valid tokens, so
-        # accumulation gives the token-mean of the whole mini-batch, not a mean of means.
-        total_tokens = float(batch.response_mask.sum().clamp(min=1.0))
         acc = {names.PG_LOSS: 0.0, names.PG_CLIPFRAC: 0.0, names.PPO_KL: 0.0, names.ENTROPY: 0.0, names.KL_LOSS: 0.0}
-        for start in range(0, batch.size, cfg.micro_batch_size):
-            part = slice(start, start + cfg.micro_batch_size)
+        width = batch.response_mask.shape[1]
+        for part in micro_batches(batch, max_rows=cfg.micro_batch_size, max_tokens=cfg.micro_batch_tokens):
             micro = batch.rows(part)
-            weight = float(micro.response_mask.sum()) / total_tokens
+            weight = micro_weight(micro.response_mask, batch.response_mask, cfg.loss_agg_mode)
             if weight == 0.0:
                 continue
-            logp, entropy = forward_log_probs(self.model, micro, with_entropy=True)
+            # The forward runs on the trimmed rows (the costly part); the losses see them padded
+            # back to the mini-batch's width, so every aggregation mode means what it did.
+            logp, entropy = forward_log_probs(self.model, micro.trimmed(), with_entropy=True)
             assert entropy is not None
+            logp, entropy = _pad_to(logp, width), _pad_to(entropy, width)
             out = ppo_policy_loss(
                 logp,
                 old_logp[part],

@@ -45,6 +45,40 @@ class TokenBatch:
     def rows(self, index: torch.Tensor | slice) -> TokenBatch:
         return TokenBatch(self.input_ids[index], self.attention_mask[index], self.response_mask[index])
 
+    def trimmed(self) -> TokenBatch:
+        """The same rows without the padding columns all of them share (right padding)."""
+        width = max(2, int(self.attention_mask.sum(dim=1).max()))
+        return TokenBatch(self.input_ids[:, :width], self.attention_mask[:, :width], self.response_mask[:, : width - 1])
+
+
+def micro_batches(batch: TokenBatch, *, max_rows: int, max_tokens: int | None = None) -> list[torch.Tensor]:
+    """Row indices of each micro-batch: rows sorted longest first, cut at ``max_rows`` rows or
+    where the micro-batch, padded to its longest row, would exceed ``max_tokens`` tokens.
+
+    Like verl's dynamic batch size: a long-tailed batch cut in arrival order pads every
+    micro-batch to the step's longest sequence (2-3x the tokens on multi-turn and retrieval
+    episodes, measured); sorted and trimmed, the padding is what neighbouring lengths differ by.
+    Which rows share a micro-batch does not change the gradient: the trainers weight each
+    micro-batch's loss by its share of the whole.
+    """
+    lengths = batch.attention_mask.sum(dim=1)
+    order = sorted(range(batch.size), key=lambda i: (-int(lengths[i]), i))
+    groups: list[list[int]] = []
+    for i in order:
+        group = groups[-1] if groups else None
+        longest = int(lengths[group[0]]) if group else 0  # sorted: the first row is the longest
+        full = (
+            group is None
+            or len(group) >= max_rows
+            or (max_tokens is not None and (len(group) + 1) * longest > max_tokens)
+        )
+        if full:
+            groups.append([i])
+        else:
+            assert group is not None
+            group.append(i)
+    return [torch.tensor(g, dtype=torch.long) for g in groups]
+
 
 def collate(samples: Sequence[Sample], *, pad_token_id: int) -> TokenBatch:
     if not samples:
@@ -75,16 +109,35 @@ def forward_log_probs(
     return chosen - log_z, entropy
 
 
+def micro_weight(micro_mask: torch.Tensor, whole_mask: torch.Tensor, agg_mode: str) -> float:
+    """The share of the whole batch's loss a micro-batch's loss stands for, so that gradients
+    accumulated over micro-batches are those of the whole: its share of the valid tokens for
+    ``token-mean``, of the sequences with a valid token for the ``seq-mean`` modes, of the rows
+    for ``seq-mean-token-sum-norm`` (whose denominator is rows x length)."""
+    if agg_mode == "token-mean":
+        return float(micro_mask.sum()) / float(whole_mask.sum().clamp(min=1.0))
+    if agg_mode == "seq-mean-token-sum-norm":
+        return micro_mask.shape[0] / whole_mask.shape[0]
+    with_tokens = float((micro_mask.sum(dim=1) > 0).sum())
+    return with_tokens / max(1.0, float((whole_mask.sum(dim=1) > 0).sum()))
+
+
 @torch.no_grad()
 def batch_log_probs(
-    model: PreTrainedModel, batch: TokenBatch, *, micro_batch_size: int, temperature: float = 1.0
+    model: PreTrainedModel,
+    batch: TokenBatch,
+    *,
+    micro_batch_size: int,
+    micro_batch_tokens: int | None = None,
+    temperature: float = 1.0,
 ) -> torch.Tensor:
-    """:func:`forward_log_probs` in micro-batches, without gradients (old and reference log-probs)."""
+    """:func:`forward_log_probs` in :func:`micro_batches`, without gradients (old and
+    reference log-probs). Past a row's end the values mean nothing: masks leave them out."""
     was_training = model.training
     model.eval()
-    parts = []
-    for start in range(0, batch.size, micro_batch_size):
-        logp, _ = forward_log_probs(model, batch.rows(slice(start, start + micro_batch_size)), temperature=temperature)
-        parts.append(logp)
+    out = torch.zeros(batch.response_mask.shape, dtype=torch.float32)
+    for index in micro_batches(batch, max_rows=micro_batch_size, max_tokens=micro_batch_tokens):
+        logp, _ = forward_log_probs(model, batch.rows(index).trimmed(), temperature=temperature)
+        out[index, : logp.shape[1]] = logp
     model.train(was_training)
-    return torch.cat(parts, dim=0)
+    return out

@@ -46,6 +46,18 @@ def test_tool_wait_idles_the_worker() -> None:
     assert with_tool.duration_s == pytest.approx(no_tool.duration_s + 2.0, abs=0.02)
 
 
+def test_without_a_prefix_cache_each_turn_prefills_the_whole_conversation() -> None:
+    # 10 prompt tokens, 50 generated, a tool returns 30, 50 more: with a prefix cache the
+    # second turn prefills the tool's 30 tokens; without one, all 90 of the conversation.
+    cost, model = make_cost(), MODEL_CATALOGUE["qwen2.5-1.5b"]
+    plan = SequencePlan(10, (50, 50), (0.5,), 30)
+    cached = simulate_worker(cost, model, [plan])
+    uncached = simulate_worker(cost, model, [plan], prefix_cache=False)
+    assert cached.prefill_s == pytest.approx(cost.prefill_s(model, tokens=10) + cost.prefill_s(model, tokens=30))
+    assert uncached.prefill_s == pytest.approx(cost.prefill_s(model, tokens=10) + cost.prefill_s(model, tokens=90))
+    assert uncached.decode_s == pytest.approx(cached.decode_s)  # the KV it decodes over is the same
+
+
 def test_sampling_is_deterministic_per_seed_and_step() -> None:
     spec = parse_pipeline_spec(make_spec(workload="math"))
     assert sample_step(spec, 3) == sample_step(spec, 3)

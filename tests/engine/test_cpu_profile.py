@@ -24,7 +24,11 @@ def test_cpu_profile_loads_with_sane_values() -> None:
     assert d.memory_bytes > GIB
     for eta in (d.eta_weights, d.eta_kv, d.eta_compute, d.eta_prefill, d.mfu_forward, d.mfu_train):
         assert 0.0 < eta <= 1.0
-    assert d.mfu_train <= d.mfu_forward <= d.eta_compute
+    # The engine constants are fitted on the project's torch engine and trainer: a tiny model's
+    # decode GEMMs (128-256 wide, a few rows) reach less of the peak than its batched forwards.
+    assert "measure_cpu_engine_profile.py" in d.description
+    assert d.eta_compute < min(d.mfu_forward, d.mfu_train)
+    assert 0.0 < d.reward_s_per_sequence < 0.002  # grading inside episodes: only the batch is left
     for rate in (d.nvlink_bytes_per_s, d.inter_node_bytes_per_s, d.pcie_bytes_per_s, d.sync_bytes_per_s):
         assert 1e8 < rate < 5e11
     for seconds in (d.t_fix_s, d.c_seq_s, d.sync_alpha_s, d.linear_op_overhead_s):
