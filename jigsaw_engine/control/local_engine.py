@@ -81,8 +81,11 @@ class LocalEngine:
             cost,
             runtime=real.runtime if real is not None else None,
             scheduler=make_scheduler(scheduler, cluster, cost, real_pipelines=real is not None),
-            # Real jobs do not migrate tails yet (a real run's graph is synchronous).
-            graph_config=replace(graph_config, migrate_tails=False) if real is not None else graph_config,
+            # Real jobs do not migrate tails yet (a real run's graph is synchronous), and their torch
+            # rollout engines prefill each turn's whole conversation (no prefix cache).
+            graph_config=replace(graph_config, migrate_tails=False, prefix_cache=False)
+            if real is not None
+            else graph_config,
             step_reports=real.step_report if real is not None else None,
             estimate_verl=True,  # the cluster page's "throughput vs verl (estimated)"
             retain_ended_s=retention_s(speed),  # this engine runs for ever: keep only the recent past

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from tenants.models import Quota, Tenant
@@ -133,8 +134,17 @@ def _admit_soon() -> None:
 
 
 def latest_checkpoint_step(job: Job) -> int:
-    latest = JobCheckpoint.objects.filter(job=job).order_by("-step").values_list("step", flat=True).first()
+    if hasattr(job, "latest_checkpoint"):  # read with the job (``job_for_dispatch``)
+        latest = job.latest_checkpoint
+    else:
+        latest = JobCheckpoint.objects.filter(job=job).order_by("-step").values_list("step", flat=True).first()
     return max(job.start_step, latest or 0)
+
+
+def job_for_dispatch(job_id: Any) -> Job | None:
+    """The job with its latest checkpoint's step (``engine_spec`` needs both) in one query."""
+    latest = JobCheckpoint.objects.filter(job=OuterRef("pk")).order_by("-step").values("step")[:1]
+    return Job.objects.filter(pk=job_id).annotate(latest_checkpoint=Subquery(latest)).first()
 
 
 def engine_spec(job: Job) -> dict[str, Any]:
@@ -254,9 +264,11 @@ def job_set_queue_reason(*, job: Job, code: str, detail: str) -> bool:
             return False
         previous_code = locked.status_reason.split(":", 1)[0]
         locked.status_reason = job.status_reason = reason
-        locked.save(update_fields=["status_reason"])
+        journal = JobJournal()
+        journal.touch(locked, "status_reason")
         if previous_code != code:
-            _append_event(locked, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": reason})
+            journal.append(locked, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": reason})
+        journal.flush()
     return True
 
 

@@ -10,7 +10,7 @@ from django.core.cache import cache
 from webapp import engine_gateway
 from webapp.jobs import admission, services
 from webapp.jobs import reconcile as reconcile_module
-from webapp.jobs.models import Job, JobStatus
+from webapp.jobs.models import JobStatus
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ PUMP_SOON_KEY = "jobs:pump-soon"
 def dispatch_job(self, job_id: str) -> str:  # type: ignore[no-untyped-def]
     """Hand an admitted job to the engine. Safe to run twice: the engine ignores a known id
     (and resumes a paused one), and a job that is no longer admitted and queued is skipped."""
-    job = Job.objects.filter(pk=job_id).first()
+    job = services.job_for_dispatch(job_id)
     if job is None or job.status not in (JobStatus.QUEUED, JobStatus.RECOVERING) or job.admitted_at is None:
         return "skipped"
     try:
