@@ -285,8 +285,10 @@ def job_admit(*, job: Job, borrowed: bool) -> bool:
         locked.borrowed = borrowed
         locked.attempt += 1
         locked.status_reason = "admitted" + (" on borrowed capacity" if borrowed else "") + "; starting on the engine"
-        locked.save(update_fields=["admitted_at", "borrowed", "attempt", "status_reason"])
-        _append_event(locked, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": locked.status_reason})
+        journal = JobJournal()  # the fields and the event's seq in one UPDATE
+        journal.touch(locked, "admitted_at", "borrowed", "attempt", "status_reason")
+        journal.append(locked, EventKind.STATUS, {"status": JobStatus.QUEUED, "reason": locked.status_reason})
+        journal.flush()
         job_id = str(job.pk)
         transaction.on_commit(lambda: dispatch_job.delay(job_id))
     for name in ("admitted_at", "borrowed", "attempt", "status_reason", "last_event_seq"):
