@@ -16,7 +16,7 @@ with one torch thread (a device of a CPU cluster is a core, see ``examples/real-
 - eta_prefill: 2 FLOPs per parameter per prompt token over the time of the engine's prefill
   iteration (prompts of 32-96 tokens, 8-128 at once), against ``peak_flops_bf16``;
 - mfu_forward, mfu_train: the time of :func:`batch_log_probs` and of a :class:`PolicyTrainer`
-  update (micro-batches as real tiny jobs cut them, AdamW, clipping) on batches of 64-256
+  update (four optimizer steps and micro-batches as real tiny jobs cut them, AdamW, clipping) on batches of 64-256
   sequences of 40-200 tokens, as the cost model charges them (``FRAMEWORK_FACTOR`` x 2 or 6
   FLOPs per parameter per token);
 - reward_s_per_sequence: a real grader (exact-match math answers) and the assembly of the
@@ -51,7 +51,7 @@ from jigsaw_engine.models.presets import tiny_preset
 from jigsaw_engine.models.tokenizer_build import build_tokenizer
 from jigsaw_engine.rollout.protocol import RolloutRequest, SamplingParams
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
-from jigsaw_engine.runtime.real_jobs import TINY_MICRO_BATCH_ROWS, TINY_MICRO_BATCH_TOKENS
+from jigsaw_engine.runtime.real_jobs import OPTIMIZER_STEPS_PER_UPDATE, TINY_MICRO_BATCH_ROWS, TINY_MICRO_BATCH_TOKENS
 from jigsaw_engine.spec.models import MODEL_CATALOGUE
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer
 from jigsaw_engine.train.token_batch import Sample, TokenBatch, batch_log_probs, collate
@@ -185,7 +185,10 @@ class Subject:
     def train(self, sequences: int, tokens: int) -> tuple[float, int]:
         """Median seconds of a trainer update over fresh batches; tokens in the last one."""
         config = ActorConfig(
-            lr=1e-4, micro_batch_size=TINY_MICRO_BATCH_ROWS, micro_batch_tokens=TINY_MICRO_BATCH_TOKENS
+            lr=1e-4,
+            micro_batch_size=TINY_MICRO_BATCH_ROWS,
+            micro_batch_tokens=TINY_MICRO_BATCH_TOKENS,
+            ppo_mini_batch_size=-(-sequences // OPTIMIZER_STEPS_PER_UPDATE),
         )
         trainer = PolicyTrainer(self.model, config)
         total = 0
