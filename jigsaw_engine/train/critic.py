@@ -15,7 +15,7 @@ from transformers import PreTrainedModel
 
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.policy_loss import value_loss
-from jigsaw_engine.train.token_batch import TokenBatch, micro_batches
+from jigsaw_engine.train.token_batch import TokenBatch, micro_batches, pad_columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ class CriticTrainer:
             if weight == 0.0:
                 continue
             values = self.critic(micro.trimmed())
-            values = torch.nn.functional.pad(values, (0, width - values.shape[1]))
+            values = pad_columns(values, width)
             out = value_loss(values, old_values[part], returns[part], micro.response_mask, clip_range=cfg.value_clip)
             (out.vf_loss * weight).backward()
             loss_sum += float(out.vf_loss.detach()) * weight

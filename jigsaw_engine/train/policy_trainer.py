@@ -18,7 +18,14 @@ from transformers import PreTrainedModel
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.kl import KLEstimator, kl_loss
 from jigsaw_engine.rl.policy_loss import LossAggMode, aggregate_loss, ppo_policy_loss
-from jigsaw_engine.train.token_batch import TokenBatch, batch_log_probs, forward_log_probs, micro_batches, micro_weight
+from jigsaw_engine.train.token_batch import (
+    TokenBatch,
+    batch_log_probs,
+    forward_log_probs,
+    micro_batches,
+    micro_weight,
+    pad_columns,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +75,6 @@ def mean_metrics(per_step: list[dict[str, float]]) -> dict[str, float]:
     if not per_step:
         return {}
     return {key: sum(step[key] for step in per_step) / len(per_step) for key in per_step[0]}
-
-
-def _pad_to(values: torch.Tensor, width: int) -> torch.Tensor:
-    return torch.nn.functional.pad(values, (0, width - values.shape[1]))
 
 
 class PolicyTrainer:
@@ -158,7 +161,7 @@ class PolicyTrainer:
             # back to the mini-batch's width, so every aggregation mode means what it did.
             logp, entropy = forward_log_probs(self.model, micro.trimmed(), with_entropy=True)
             assert entropy is not None
-            logp, entropy = _pad_to(logp, width), _pad_to(entropy, width)
+            logp, entropy = pad_columns(logp, width), pad_columns(entropy, width)
             out = ppo_policy_loss(
                 logp,
                 old_logp[part],

@@ -61,21 +61,18 @@ def micro_batches(batch: TokenBatch, *, max_rows: int, max_tokens: int | None = 
     Which rows share a micro-batch does not change the gradient: the trainers weight each
     micro-batch's loss by its share of the whole.
     """
-    lengths = batch.attention_mask.sum(dim=1)
-    order = sorted(range(batch.size), key=lambda i: (-int(lengths[i]), i))
+    lengths: list[int] = batch.attention_mask.sum(dim=1).tolist()
     groups: list[list[int]] = []
-    for i in order:
+    for i in sorted(range(batch.size), key=lambda i: (-lengths[i], i)):
         group = groups[-1] if groups else None
-        longest = int(lengths[group[0]]) if group else 0  # sorted: the first row is the longest
-        full = (
+        if (
             group is None
             or len(group) >= max_rows
-            or (max_tokens is not None and (len(group) + 1) * longest > max_tokens)
-        )
-        if full:
+            # sorted: the group's first row is its longest, the width every row is padded to
+            or (max_tokens is not None and (len(group) + 1) * lengths[group[0]] > max_tokens)
+        ):
             groups.append([i])
         else:
-            assert group is not None
             group.append(i)
     return [torch.tensor(g, dtype=torch.long) for g in groups]
 
@@ -107,6 +104,11 @@ def forward_log_probs(
     if with_entropy:
         entropy = log_z - (torch.softmax(logits, dim=-1) * logits).sum(dim=-1)
     return chosen - log_z, entropy
+
+
+def pad_columns(values: torch.Tensor, width: int) -> torch.Tensor:
+    """``[rows, n]`` per-position values of a trimmed micro-batch, zero-padded back to ``width``."""
+    return torch.nn.functional.pad(values, (0, width - values.shape[1]))
 
 
 def micro_weight(micro_mask: torch.Tensor, whole_mask: torch.Tensor, agg_mode: str) -> float:
