@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -96,6 +96,8 @@ class _Run:
     unbilled_device_s: float = 0.0
     """Device-seconds (weighted by share) used since the last event that reported usage."""
     pause_requested: bool = False
+    order: int = 0
+    """Submission number: the loop visits pipelines in this order."""
     started_s: float | None = None
     ended_s: float | None = None
 
@@ -106,6 +108,41 @@ class _Run:
 
 def _tail_or_tool(node: SubStage) -> bool:
     return node.kind is SubStageKind.TOOL or (node.kind is SubStageKind.DECODE and node.bucket == "tail")
+
+
+class _OnDemand(Mapping[str, float]):
+    """A mapping whose values are computed on first read: ``ClusterView.rollout_done_s`` costs a
+    roll-forward per pipeline, and a scheduler reads it for the few pipelines it considers
+    lending devices of, not at every event for all of them. Read only while the view is current
+    (during the scheduler call it was passed to)."""
+
+    _MISSING = object()
+
+    def __init__(self, keys: list[str], compute: Callable[[str], float | None]) -> None:
+        self._keys = keys
+        self._compute = compute
+        self._values: dict[str, float | None] = {}
+
+    def _value(self, key: str) -> float | None:
+        value = self._values.get(key, self._MISSING)
+        if value is self._MISSING:
+            value = self._values[key] = self._compute(key) if key in self._keys else None
+        return value  # type: ignore[return-value]
+
+    def __getitem__(self, key: str) -> float:
+        value = self._value(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._value(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (key for key in self._keys if self._value(key) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _drop_ended_before(items: list[TimelineSpan] | list[FinishedStep], cutoff_s: float) -> None:
@@ -160,6 +197,10 @@ class ClusterController:
         self.decision_latencies_s: list[float] = []
         self._queued: list[str] = []
         self._runs: dict[str, _Run] = {}
+        self._submitted = 0
+        self._active_ids: set[str] = set()
+        """Pipelines starting or running: the loop reads them at every event, and ``_runs`` also
+        holds every ended run of the retention window."""
         self._running: dict[str, Task] = {}
         self._started_s: dict[str, float] = {}
         self._worker_losses: dict[str, int] = {}
@@ -182,7 +223,8 @@ class ClusterController:
         problems = check_fits_cluster(parsed, self.cluster)
         if problems:
             raise SpecError(problems)
-        self._runs[pipeline_id] = _Run(parsed, steps_done=parsed.start_step)
+        self._submitted += 1
+        self._runs[pipeline_id] = _Run(parsed, steps_done=parsed.start_step, order=self._submitted)
         self._queued.append(pipeline_id)
         self._status(pipeline_id, PipelineState.QUEUED, "waiting for devices")
         if schedule:
@@ -338,11 +380,13 @@ class ClusterController:
 
     # -- the loop ----------------------------------------------------------------------
     def _active(self) -> dict[str, _Run]:
-        return {pid: r for pid, r in self._runs.items() if r.state in (PipelineState.STARTING, PipelineState.RUNNING)}
+        """Starting and running pipelines, in the order they were submitted (as in ``_runs``)."""
+        runs = self._runs
+        return {pid: runs[pid] for pid in sorted(self._active_ids, key=lambda pid: runs[pid].order)}
 
     def _schedule(self) -> None:
         specs = {pid: self._runs[pid].spec for pid in self._queued}
-        for pid in self.scheduler.admit(self._view(), specs):
+        for pid in self.scheduler.admit(self._view(), specs) if specs else ():
             self._queued.remove(pid)
             run = self._runs[pid]
             run.started_s = self.runtime.now_s
@@ -409,7 +453,7 @@ class ClusterController:
     def _view(self) -> ClusterView:
         active = self._active()
         ready: list[ReadyStage] = []
-        rollout_done: dict[str, float] = {}
+        in_rollout: list[str] = []
         for pid, run in active.items():
             candidates = sorted(run.frontier, key=lambda k: (k[0], run.graphs[k[0]].position(k[1])))
             for step, node_id in candidates:
@@ -418,9 +462,7 @@ class ClusterController:
                 if self._ready(run, node):
                     ready.append(ReadyStage(pid, node, self._chain_s(run, graph, node) if self._predict else 0.0))
             if self._predict and run.steps_done in run.graphs:
-                eta = self._rollout_eta(pid, run, run.graphs[run.steps_done])
-                if eta is not None:
-                    rollout_done[pid] = eta
+                in_rollout.append(pid)
         return ClusterView(
             now_s=self.runtime.now_s,
             num_devices=self.cluster.num_devices,
@@ -435,7 +477,9 @@ class ClusterController:
                 if run.step_latencies_s
             },
             running=tuple(self._running.values()),
-            rollout_done_s=rollout_done,
+            rollout_done_s=_OnDemand(
+                in_rollout, lambda pid: self._rollout_eta(pid, active[pid], active[pid].graphs[active[pid].steps_done])
+            ),
         )
 
     @staticmethod
@@ -632,10 +676,15 @@ class ClusterController:
             {"level": "warning", "message": f"worker lost ({cause}); the job resumes from its latest checkpoint"},
         )
         del self._runs[pipeline_id]
+        self._active_ids.discard(pipeline_id)
 
     def _status(self, pipeline_id: str, state: PipelineState, reason: str) -> None:
         run = self._runs[pipeline_id]
         run.state = state
+        if state in (PipelineState.STARTING, PipelineState.RUNNING):
+            self._active_ids.add(pipeline_id)
+        else:
+            self._active_ids.discard(pipeline_id)
         logger.info("pipeline %s -> %s (%s)", pipeline_id, state.value, reason)
         data: dict[str, Any] = {
             "status": state.value,

@@ -473,10 +473,6 @@ class JigsawScheduler:
                 return True
             return node.worker is not None and self._lendable(view, stage, owner.get(d), d)
 
-        candidates = [d for d in range(view.num_devices) if usable(d)]
-        if len(candidates) < node.devices:
-            return None
-
         def preference(d: int) -> tuple[int, int, int, int]:
             return (
                 0 if d in home else 1,
@@ -485,16 +481,28 @@ class JigsawScheduler:
                 d,
             )
 
-        candidates.sort(key=preference)
-        if node.worker is None:
-            return tuple(sorted(candidates[: node.devices]))
-        by_node: dict[int, list[int]] = {}
-        for d in candidates:  # a rollout worker's tensor-parallel group stays inside one node
-            group = by_node.setdefault(d // self._cluster.devices_per_node, [])
-            group.append(d)
-            if len(group) == node.devices:
-                return tuple(sorted(group))
-        return None
+        def first_fit(candidates: list[int]) -> tuple[int, ...] | None:
+            """The devices chosen from ``candidates`` in order of preference."""
+            if len(candidates) < node.devices:
+                return None
+            if node.worker is None:
+                return tuple(sorted(candidates[: node.devices]))
+            by_node: dict[int, list[int]] = {}
+            for d in candidates:  # a rollout worker's tensor-parallel group stays inside one node
+                group = by_node.setdefault(d // self._cluster.devices_per_node, [])
+                group.append(d)
+                if len(group) == node.devices:
+                    return tuple(sorted(group))
+            return None
+
+        # Home devices come first in the preference order, so a fit found among them is the
+        # answer: the rest of the cluster (hundreds of devices) is scanned only when it is not.
+        at_home = sorted((d for d in home if usable(d)), key=preference)
+        chosen = first_fit(at_home)
+        if chosen is not None:
+            return chosen
+        away = sorted((d for d in range(view.num_devices) if d not in home and usable(d)), key=preference)
+        return first_fit(at_home + away)
 
     def _part(self, view: ClusterView, pid: str, *, training: bool) -> tuple[int, ...]:
         """The home, or for a disaggregated pipeline its rollout or its training part."""
