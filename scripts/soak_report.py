@@ -7,7 +7,7 @@ Pure functions on plain data (no I/O, no third-party imports), so they can be te
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 MIB = 1024 * 1024
@@ -87,29 +87,47 @@ def slope_per_minute(samples: Sequence[tuple[float, float]]) -> float | None:
     return sum((t - mean_t) * (v - mean_v) for t, v in samples) / spread * 60.0
 
 
+MIN_JUDGED_S = 60.0
+"""The shortest stretch a memory slope is judged over: 30 samples at the soak's 2 s."""
+
+
 def memory_verdict(
-    rss_bytes: dict[str, Sequence[tuple[float, float]]], duration_s: float, tolerance_mib_per_min: float
+    rss_bytes: dict[str, Sequence[tuple[float, float]]],
+    duration_s: float,
+    tolerance_mib_per_min: float,
+    fills_by_s: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Per process group: RSS at the start and end, and the slope over the second half of the run
-    (the first half includes warming caches and pools). Flat when every |slope| <= tolerance."""
-    half = duration_s / 2
+    """Per process group: RSS at the start and end, and the slope from half the run on (the first
+    half includes warming caches and pools). Flat when every |slope| <= tolerance.
+
+    ``fills_by_s``: for a group that keeps a bounded window of history (the simulated engine keeps
+    the recent past), when that window has filled. Until then it grows by design, so its slope is
+    taken from the later of half the run and that point; a run too short to leave
+    ``MIN_JUDGED_S`` after it is not judged flat."""
+    fills_by_s = fills_by_s or {}
     groups: dict[str, Any] = {}
     for name, samples in rss_bytes.items():
-        second = [(t, v / MIB) for t, v in samples if half <= t <= duration_s]
+        from_s = max(duration_s / 2, fills_by_s.get(name, 0.0))
+        judged = [(t, v / MIB) for t, v in samples if from_s <= t <= duration_s]
         inside = [(t, v / MIB) for t, v in samples if 0 <= t <= duration_s]
-        slope = slope_per_minute(second)
+        long_enough = duration_s - from_s >= min(MIN_JUDGED_S, duration_s / 2)
+        slope = slope_per_minute(judged) if long_enough else None
         groups[name] = {
             "start_mib": _round(inside[0][1]) if inside else None,
             "end_mib": _round(inside[-1][1]) if inside else None,
             "peak_mib": _round(max(v for _, v in inside)) if inside else None,
-            "second_half_growth_mib": _round(second[-1][1] - second[0][1]) if len(second) >= 2 else None,
-            "second_half_slope_mib_per_min": _round(slope, 3),
+            "from_s": round(from_s, 1),
+            "judged_growth_mib": _round(judged[-1][1] - judged[0][1]) if len(judged) >= 2 and long_enough else None,
+            "judged_slope_mib_per_min": _round(slope, 3),
             "samples": len(inside),
             "flat": slope is not None and abs(slope) <= tolerance_mib_per_min,
+            "too_short": None
+            if long_enough
+            else f"its history fills by {from_s:.0f} s: run at least {from_s + MIN_JUDGED_S:.0f} s to judge it",
         }
     return {
         "tolerance_mib_per_min": tolerance_mib_per_min,
-        "from_s": round(half, 1),
+        "from_s": round(duration_s / 2, 1),
         "groups": groups,
         "flat": bool(groups) and all(g["flat"] for g in groups.values()),
     }

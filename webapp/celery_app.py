@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import task_postrun, task_prerun, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 
@@ -20,3 +20,14 @@ def _freeze_startup_heap(**_: object) -> None:
     from webapp.gc_tuning import freeze_startup_heap
 
     freeze_startup_heap()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _return_connections(**_: object) -> None:
+    """Around every task, as Django does around every request: a connection goes back to the
+    process's pool, or is dropped if it broke (a PostgreSQL restart) so the next task gets a
+    fresh one. The pool itself stays open (``CELERY_DB_REUSE_MAX`` in settings)."""
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -103,8 +103,14 @@ if STANDALONE:
 else:
     # A connection pool per process, not persistent connections: under ASGI every request runs
     # in a fresh thread, so a per-thread connection is opened per request and lingers until
-    # garbage collection (a benchmark at 50 clients ran Postgres out of connections).
-    DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", DEFAULT_DATABASE_URL), conn_max_age=0)}
+    # garbage collection (a benchmark at 50 clients ran Postgres out of connections). A pooled
+    # connection is checked as it is taken (one empty round trip): after a PostgreSQL restart
+    # every idle one in the pool is dead, and a Celery worker's pool now outlives its tasks.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            env_str("DATABASE_URL", DEFAULT_DATABASE_URL), conn_max_age=0, conn_health_checks=True
+        )
+    }
     DATABASES["default"]["OPTIONS"] = {
         "pool": {
             "min_size": int(env_float("DB_POOL_MIN", 4)),
@@ -147,6 +153,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "jigsaw")
+# Celery's Django fixup closes a prefork child's connection pool before and after every task
+# unless connections are reused: 5 new PostgreSQL sessions per task (the pool's minimum plus one),
+# about 67 a second in the soak. With reuse the pool lives for this many tasks, and each task hands
+# its connection back to it (``celery_app._return_connections``).
+CELERY_DB_REUSE_MAX = 1000
 # Ray cannot write to Celery's redirected stdout inside a prefork child.
 CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_BEAT_SCHEDULE = {
@@ -156,6 +167,11 @@ CELERY_BEAT_SCHEDULE = {
 }
 # An admitted job the engine has not heard of after this long had its dispatch lost.
 RECONCILE_DISPATCH_GRACE_S = env_float("RECONCILE_DISPATCH_GRACE_S", 30.0)
+
+HTTP_KEEP_ALIVE_S = int(env_float("UVICORN_TIMEOUT_KEEP_ALIVE", 65))
+"""How long ``manage.py serve`` keeps an idle keep-alive connection (the image sets the same
+for the uvicorn CLI). uvicorn's 5 s default raced clients that send every 5 s: the server closed
+the connection as their next request went out (a reset, not an answer)."""
 
 # -- engine ---------------------------------------------------------------------------------
 WS_MAX_SOCKETS_PER_USER = int(env_float("WS_MAX_SOCKETS_PER_USER", 100))

@@ -53,7 +53,7 @@ def test_a_leak_in_the_second_half_is_not_flat(soak: ModuleType) -> None:
     verdict = soak.memory_verdict({"server": leaking}, duration_s=600, tolerance_mib_per_min=1.0)
 
     group = verdict["groups"]["server"]
-    assert group["second_half_slope_mib_per_min"] == pytest.approx(3.0, abs=0.05)
+    assert group["judged_slope_mib_per_min"] == pytest.approx(3.0, abs=0.05)
     assert not group["flat"] and not verdict["flat"]
 
 
@@ -67,7 +67,40 @@ def test_a_warm_up_in_the_first_half_does_not_count(soak: ModuleType) -> None:
 
     assert verdict["flat"]
     assert verdict["groups"]["server"]["start_mib"] == 249.5
-    assert abs(verdict["groups"]["server"]["second_half_slope_mib_per_min"]) < 0.05
+    assert abs(verdict["groups"]["server"]["judged_slope_mib_per_min"]) < 0.05
+
+
+def test_a_bounded_history_is_judged_once_it_has_filled(soak: ModuleType) -> None:
+    # The engine keeps the last 190 s: the worker grows 16 MiB/min until then, then stays put.
+    def rss(t: float) -> float:
+        return (300 + 16 * min(t, 190) / 60 + (0.5 if t % 4 else -0.5)) * MIB
+
+    worker = [(t, rss(t)) for t in range(0, 301, 2)]
+
+    from_half = soak.memory_verdict({"worker": worker}, duration_s=300, tolerance_mib_per_min=1.0)
+    assert not from_half["flat"]  # 150-190 s of filling leaks into the second half's slope
+
+    verdict = soak.memory_verdict({"worker": worker}, 300, 1.0, fills_by_s={"worker": 190.0})
+    group = verdict["groups"]["worker"]
+    assert verdict["flat"] and group["from_s"] == 190.0
+    assert abs(group["judged_slope_mib_per_min"]) < 0.2
+
+
+def test_a_leak_after_the_history_fills_is_not_flat(soak: ModuleType) -> None:
+    def rss(t: float) -> float:
+        return (300 + 16 * min(t, 190) / 60 + 3 * max(0.0, t - 190) / 60) * MIB
+
+    verdict = soak.memory_verdict({"worker": [(t, rss(t)) for t in range(0, 301, 2)]}, 300, 1.0, {"worker": 190.0})
+    assert not verdict["flat"]
+    assert verdict["groups"]["worker"]["judged_slope_mib_per_min"] == pytest.approx(3.0, abs=0.05)
+
+
+def test_a_run_shorter_than_the_history_is_not_judged_flat(soak: ModuleType) -> None:
+    steady = [(t, 300.0 * MIB) for t in range(0, 121, 2)]
+    verdict = soak.memory_verdict({"worker": steady}, 120, 1.0, {"worker": 190.0})
+    group = verdict["groups"]["worker"]
+    assert not verdict["flat"] and group["judged_slope_mib_per_min"] is None
+    assert group["too_short"] == "its history fills by 190 s: run at least 250 s to judge it"
 
 
 def test_the_table_has_a_row_per_window(soak: ModuleType) -> None:

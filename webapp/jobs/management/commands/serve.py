@@ -54,7 +54,12 @@ class Command(BaseCommand):
         if settings.STANDALONE:
             threading.Thread(target=_pump_forever, args=(stop, 0.5), name="event-pump", daemon=True).start()
         config = uvicorn.Config(
-            "webapp.asgi:application", host=options["host"], port=options["port"], log_level="warning", lifespan="off"
+            "webapp.asgi:application",
+            host=options["host"],
+            port=options["port"],
+            log_level="warning",
+            lifespan="off",
+            timeout_keep_alive=settings.HTTP_KEEP_ALIVE_S,
         )
         try:
             uvicorn.Server(config).run()
