@@ -116,18 +116,17 @@ class _OnDemand(Mapping[str, float]):
     lending devices of, not at every event for all of them. Read only while the view is current
     (during the scheduler call it was passed to)."""
 
-    _MISSING = object()
-
     def __init__(self, keys: list[str], compute: Callable[[str], float | None]) -> None:
         self._keys = keys
+        self._known = set(keys)
         self._compute = compute
         self._values: dict[str, float | None] = {}
+        """What each key read so far came to (None: no value)."""
 
     def _value(self, key: str) -> float | None:
-        value = self._values.get(key, self._MISSING)
-        if value is self._MISSING:
-            value = self._values[key] = self._compute(key) if key in self._keys else None
-        return value  # type: ignore[return-value]
+        if key not in self._values:
+            self._values[key] = self._compute(key) if key in self._known else None
+        return self._values[key]
 
     def __getitem__(self, key: str) -> float:
         value = self._value(key)

@@ -53,8 +53,9 @@ class ClusterView:
 
 class Scheduler(Protocol):
     """A scheduler may also set ``uses_predictions = True`` to have the controller fill
-    :attr:`ReadyStage.chain_s` and :attr:`ClusterView.rollout_done_s` (they cost a pass over
-    the open graphs at every event, so others go without)."""
+    :attr:`ReadyStage.chain_s` and :attr:`ClusterView.rollout_done_s` (they cost roll-forwards
+    over the open graphs, so others go without; ``rollout_done_s`` is computed per pipeline as
+    it is read, so it is read only during the call the view was passed to)."""
 
     name: str
 
