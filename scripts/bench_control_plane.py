@@ -74,6 +74,7 @@ WINDOW_S = 5.0
 WARMUP_S = 10.0  # fresh workers import lazily and fill their pools: 3 s left that in the p99
 WS_CLIENTS_PER_JOB = 10
 WS_CONNECTS_AT_ONCE = 50
+PUBLISHER_START_S = 5.0  # the publisher's process imports Django first: its first event is due after that
 WS_DRAIN_S = 12.0  # longer than the consumers' audit period (10 s), which resends lost events
 WS_PATH = "/ws/v1/jobs/{job_id}"
 KEEP_ALIVE_S = 65  # the server's idle keep-alive, as the image sets it (docker/Dockerfile)
@@ -860,7 +861,7 @@ async def phase_ws(stack: Stack) -> dict[str, Any]:
         listeners = [asyncio.create_task(listen(ws, log)) for ws, log in open_ws]
         try:
             meter = stack.meter(server)
-            start_at = time.time() + 1.0
+            start_at = time.time() + PUBLISHER_START_S
             published = await publish(stack.env, job_ids, opts.duration, start_at)
             drained_s = await wait_delivered([log for _, log in open_ws], published["published"], WS_DRAIN_S)
             result = ws_result(logs, published, start_at, drained_s, opts)
