@@ -22,7 +22,7 @@ ablations:
   (:mod:`jigsaw_engine.sched.projection`: each pipeline's steps profiled as a serial rollout
   plus data-parallel training, devices handed to whichever is projected to end last, a sync
   home shrinking for it only within ``max_slowdown`` of its own step time and only for a
-  real gain); pipelines are ranked by projected remaining time over priority.
+  real gain); pipelines are ranked by projected remaining time weighted by priority.
   Without it (``greedy``): every idle device is lent, homes grow in proportion to what was
   asked for, and pipelines go in arrival order.
 
@@ -443,9 +443,12 @@ class JigsawScheduler:
         return sorted(view.ready, key=key)
 
     def _pipeline_rank(self, view: ClusterView) -> dict[str, int]:
+        """Longest projected remaining time first (what ends last decides the makespan), each
+        pipeline's time weighted by its priority, as the resize projection weighs it."""
+
         def remaining_s(pid: str) -> float:
             done, total = view.progress.get(pid, (0, view.specs[pid].total_steps))
-            return -(total - done) * view.recent_step_s.get(pid, math.inf) / view.specs[pid].priority
+            return -(total - done) * view.recent_step_s.get(pid, math.inf) * view.specs[pid].priority
 
         if self.options.lookahead:
             order = sorted(view.specs, key=lambda p: (remaining_s(p), self._arrival.get(p, 0)))

@@ -94,6 +94,26 @@ def test_look_ahead_lends_a_device_only_if_the_chain_returns_it_in_time() -> Non
             assert tasks[0].setup_s > 0  # b's weights come onto a's device from host memory
 
 
+def test_a_higher_priority_pipeline_gets_a_contested_device_first() -> None:
+    # Homes a {0} and b {1} are busy training; device 2 belongs to no one. Both pipelines have a
+    # rollout worker ready and equal work left (3 steps of 10 s), a arrived first, b has
+    # priority 3: b's remaining time weighs three times a's, so b's worker takes device 2.
+    specs = {
+        "a": parse_pipeline_spec(make_spec(name="a", resources={"num_gpus": 1})),
+        "b": parse_pipeline_spec(make_spec(name="b", resources={"num_gpus": 1}, priority=3)),
+    }
+    sched = JigsawScheduler(make_cluster(3), make_cost(), JigsawOptions())
+    assert sched.admit(ClusterView(0.0, 3, {}, (), specs, ("a", "b")), specs) == ["a", "b"]  # a {0}, b {1}
+    worker = SubStage("s0/w0/prefill", SubStageKind.PREFILL, 0, 0, None, 1, 20 * GB, ResourceClass.COMPUTE, 1.0)
+    busy = (Task("a", _train(40.0), (0,)), Task("b", _train(40.0), (1,)))
+    view = ClusterView(
+        0.0, 3, {0: 1.0, 1: 1.0}, (ReadyStage("a", worker, chain_s=1.0), ReadyStage("b", worker, chain_s=1.0)),
+        specs, (), progress={"a": (0, 3), "b": (0, 3)}, recent_step_s={"a": 10.0, "b": 10.0}, running=busy,
+    )  # fmt: skip
+    (task,) = sched.decide(view)
+    assert (task.pipeline_id, task.devices) == ("b", (2,))
+
+
 def test_resize_hands_a_finished_pipelines_devices_to_the_one_still_running() -> None:
     # Two pipelines on 4 devices, 2 each; the short one ends after 2 steps, the long one's
     # later steps are built twice as wide (and run on all 4 devices).
