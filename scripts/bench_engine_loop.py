@@ -7,8 +7,8 @@ second, and its events read every wall second as the event pump reads them (whic
 engine forget what it keeps beyond its retention). Prints, every --every wall seconds, the CPU
 spent per job so far, what the engine holds, and, with --memory, the bytes Python has allocated.
 
-    .venv-engine/bin/python scripts/bench_engine_loop.py --seconds 60
-    .venv-engine/bin/python scripts/bench_engine_loop.py --seconds 300 --memory   # the retention filling
+    .venv/bin/python scripts/bench_engine_loop.py --seconds 60
+    .venv/bin/python scripts/bench_engine_loop.py --seconds 300 --memory   # the retention filling
 
 It is not a test; figures from it are in the README's soak section.
 """
@@ -22,24 +22,14 @@ import time
 import tracemalloc
 from dataclasses import replace
 
+from bench_control_plane import BENCH_SPEC  # scripts/: the job the control-plane soak submits
+
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.control.local_engine import STARTUP_S, retention_s
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
 from jigsaw_engine.spec.cluster import ClusterSpec
-
-# The control-plane soak's job (scripts/bench_control_plane.py BENCH_SPEC).
-JOB_SPEC = {
-    "name": "bench",
-    "algorithm": "grpo",
-    "model": "qwen2.5-1.5b",
-    "workload": "gsm8k",
-    "data": {"train_batch_size": 16},
-    "rollout": {"n": 4, "max_response_length": 1024},
-    "resources": {"num_gpus": 2},
-    "trainer": {"total_steps": 3},
-}
 
 
 def service_controller(nodes: int, speed: float, scheduler: str) -> ClusterController:
@@ -79,7 +69,7 @@ def main() -> None:
     for n in range(jobs):
         wall = n / args.rate
         controller.advance_to(wall * args.speed)
-        controller.submit(f"job-{n}", JOB_SPEC)
+        controller.submit(f"job-{n}", BENCH_SPEC)
         if wall >= next_read:  # the pump: read everything new, then say so with the next cursor
             events = controller.events.since(cursor, 1_000_000)
             cursor = events[-1].seq if events else cursor
