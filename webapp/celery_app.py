@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery
 from celery.signals import task_postrun, task_prerun, worker_process_init
@@ -24,10 +25,14 @@ def _freeze_startup_heap(**_: object) -> None:
 
 @task_prerun.connect
 @task_postrun.connect
-def _return_connections(**_: object) -> None:
-    """Around every task, as Django does around every request: a connection goes back to the
-    process's pool, or is dropped if it broke (a PostgreSQL restart) so the next task gets a
-    fresh one. The pool itself stays open (``CELERY_DB_REUSE_MAX`` in settings)."""
+def _return_connections(sender: Any = None, **_: object) -> None:
+    """Around every task a worker runs, as Django does around every request: a connection goes
+    back to the process's pool, or is dropped if it broke (a PostgreSQL restart) so the next task
+    gets a fresh one. The pool itself stays open (``CELERY_DB_REUSE_MAX`` in settings). An eager
+    task (standalone mode) runs inside its caller, whose connection and transaction are not its
+    to hand back, as Celery's own fixup leaves them."""
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return
     from django.db import close_old_connections
 
     close_old_connections()

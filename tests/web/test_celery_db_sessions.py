@@ -21,7 +21,7 @@ from django.db import connection
 from tests.django_fixtures import TEST_REDIS
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 TASKS = 40
 
@@ -41,6 +41,7 @@ def _wait_idle(worker: subprocess.Popen[bytes], broker: redis.Redis, queue: str,
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_tasks_reuse_the_worker_s_database_connections() -> None:
     from webapp.celery_app import app
 
@@ -72,3 +73,24 @@ def test_tasks_reuse_the_worker_s_database_connections() -> None:
         broker.delete(queue)
         broker.close()
     assert opened <= 2, f"{TASKS} tasks opened {opened} database sessions"
+
+
+def test_an_eager_task_leaves_its_caller_s_transaction_alone() -> None:
+    # Standalone mode runs tasks eagerly, inside the caller: handing the connection back there
+    # would close it in the middle of the caller's transaction.
+    from django.db import transaction
+
+    from tenants.models import Tenant
+    from webapp.celery_app import app
+    from webapp.jobs import tasks
+
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        with transaction.atomic():
+            Tenant.objects.count()
+            tasks.admission_tick.delay()
+            assert not connection.closed_in_transaction
+            Tenant.objects.count()
+    finally:
+        app.conf.task_always_eager = eager
