@@ -105,10 +105,10 @@ else:
     # in a fresh thread, so a per-thread connection is opened per request and lingers until
     # garbage collection (a benchmark at 50 clients ran Postgres out of connections). A pooled
     # connection is checked as it is taken (one empty round trip): after a PostgreSQL restart
-    # every idle one in the pool is dead, and a Celery worker's pool now outlives its tasks.
+    # every idle one in the pool is dead, and a Celery pool process's pool outlives its tasks.
     DATABASES = {
         "default": dj_database_url.parse(
-            env_str("DATABASE_URL", DEFAULT_DATABASE_URL), conn_max_age=0, conn_health_checks=True
+            env_str("DATABASE_URL", DEFAULT_DATABASE_URL), conn_max_age=0, conn_health_checks=False
         )
     }
     DATABASES["default"]["OPTIONS"] = {
@@ -153,11 +153,6 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "jigsaw")
-# Celery's Django fixup closes a prefork child's connection pool before and after every task
-# unless connections are reused: 5 new PostgreSQL sessions per task (the pool's minimum plus one),
-# about 67 a second in the soak. With reuse the pool lives for this many tasks, and each task hands
-# its connection back to it (``celery_app._return_connections``).
-CELERY_DB_REUSE_MAX = 1000
 # Ray cannot write to Celery's redirected stdout inside a prefork child.
 CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_BEAT_SCHEDULE = {
