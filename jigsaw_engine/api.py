@@ -162,7 +162,9 @@ def _real_backend(config: EngineConfig, *, pipeline_actors: bool) -> Any:
     if pipeline_actors:
         from jigsaw_engine.runtime.ray.service_actors import ActorServiceExecutor
 
-        executor = ActorServiceExecutor(options, train_parts=train_parts, checkpoint_root=checkpoint_root)
+        executor = ActorServiceExecutor(
+            options, train_parts=train_parts, checkpoint_root=checkpoint_root, cluster=config.cluster
+        )
     else:
         executor = ServiceExecutor(options, train_parts=train_parts, checkpoint_root=checkpoint_root)
     return ServiceBackend(executor)

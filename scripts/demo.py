@@ -179,11 +179,13 @@ def main() -> int:
         if not standalone:
             if reachable(f"tcp://127.0.0.1:{args.ray_port}", args.ray_port):
                 raise RuntimeError(f"port {args.ray_port} is taken (an earlier Ray head?); stop it and retry")
+            # Real jobs reserve the engine's cores from Ray (one per device); simulated ones none.
+            ray_cpus = env["ENGINE_DEVICES_PER_NODE"] if args.real else "2"
             # --block keeps the head in this demo's process group, so stopping the demo stops
             # exactly this Ray cluster (never `ray stop`, which ends every Ray on the machine).
             stack.start(
                 "ray-head", str(VENV_BIN / "ray"), "start", "--head", "--block", f"--port={args.ray_port}",
-                "--num-cpus=2", "--node-ip-address=127.0.0.1", "--include-dashboard=false",
+                f"--num-cpus={ray_cpus}", "--node-ip-address=127.0.0.1", "--include-dashboard=false",
                 "--disable-usage-stats", f"--temp-dir={RAY_TEMP}", "--object-store-memory=268435456",
             )  # fmt: skip
             wait_port(args.ray_port, stack)

@@ -20,6 +20,7 @@ from jigsaw_engine.errors import JigsawError, SpecError
 from jigsaw_engine.runtime.real_jobs import RealJobOptions
 from jigsaw_engine.runtime.real_run import REAL_POLICIES, ExecutorFactory, RealPolicy, run_real_workload
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, ThreadExecutor
+from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import load_workload_file
 
@@ -55,7 +56,7 @@ class LiveProgress:
 def _executor_factory(kind: str, options: RealJobOptions) -> ExecutorFactory:
     """Ray actors (one process per pipeline) or threads of this process."""
 
-    def threads(specs: Mapping[str, Mapping[str, Any]], train_parts: int) -> NodeExecutor:
+    def threads(specs: Mapping[str, Mapping[str, Any]], train_parts: int, cluster: ClusterSpec) -> NodeExecutor:
         from jigsaw_engine.runtime.real_jobs import build_real_pipeline
 
         pipelines = {
@@ -64,10 +65,11 @@ def _executor_factory(kind: str, options: RealJobOptions) -> ExecutorFactory:
         }
         return ThreadExecutor(pipelines)
 
-    def actors(specs: Mapping[str, Mapping[str, Any]], train_parts: int) -> NodeExecutor:
+    def actors(specs: Mapping[str, Mapping[str, Any]], train_parts: int, cluster: ClusterSpec) -> NodeExecutor:
         from jigsaw_engine.runtime.ray.pipeline_actor import RayExecutor
 
-        return RayExecutor(specs, train_parts=train_parts, options=options)
+        # The run's cores are reserved from Ray for as long as its executor lives.
+        return RayExecutor(specs, train_parts=train_parts, options=options, cluster=cluster)
 
     return actors if kind.startswith("ray") else threads
 

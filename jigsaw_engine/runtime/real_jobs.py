@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
@@ -32,6 +32,9 @@ from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 from jigsaw_engine.train.sft import WarmupConfig
 from jigsaw_engine.train.warm_start import warm_start_tiny_policy
+
+if TYPE_CHECKING:
+    from jigsaw_engine.runtime.ray.placement import DevicePlacement
 
 __all__ = ["REAL_WORKLOADS", "RealJobOptions", "build_real_pipeline", "check_real_spec", "make_environment"]
 
@@ -80,6 +83,10 @@ class RealJobOptions:
     own (:mod:`jigsaw_engine.runtime.ray.rollout_actor`, :mod:`~jigsaw_engine.runtime.ray.env_actor`)
     instead of the job's process: generation runs where the scheduler pinned that worker, and a
     dead worker costs the job its step, resumed from the checkpoint. Needs Ray started."""
+    placement: DevicePlacement | None = None
+    """The engine's devices reserved from Ray: rollout worker ``w`` is placed on device ``w``,
+    the environment on ``home_device`` (None: the actors book nothing from Ray)."""
+    home_device: int = 0
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:
@@ -164,7 +171,9 @@ def build_real_pipeline(
     if options.worker_actors:
         from jigsaw_engine.runtime.ray.env_actor import RemoteEnvironment
 
-        env = RemoteEnvironment.start(env, partial(make_environment, spec, options))
+        env = RemoteEnvironment.start(
+            env, partial(make_environment, spec, options), actor_options=_placed(options, options.home_device)
+        )
     job = RLJob(model=model, tokenizer=tokenizer, env=env, engines=engines, config=config)
     return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir, start_step=start_step)
 
@@ -187,11 +196,19 @@ def _rollout_engines(
         from jigsaw_engine.runtime.ray.rollout_actor import RemoteRolloutEngine
 
         # The model travels pickled: each actor unpickles a copy of its own.
-        return [RemoteRolloutEngine.start(factory, name=f"{w}") for w in range(count)]
+        return [
+            RemoteRolloutEngine.start(factory, name=f"{w}", actor_options=_placed(options, w)) for w in range(count)
+        ]
     if options.rollout_engine == "torch":
         pad = int(tokenizer.pad_token_id)
         return [TorchRolloutEngine(copy.deepcopy(model), pad_token_id=pad) for _ in range(count)]
     return [factory() for _ in range(count)]
+
+
+def _placed(options: RealJobOptions, device: int) -> dict[str, object]:
+    from jigsaw_engine.runtime.ray.placement import placed
+
+    return placed(options.placement, device)
 
 
 def _sample_turn_text(env: Environment) -> list[str]:

@@ -31,8 +31,8 @@ from jigsaw_engine.spec.workload_file import WorkloadFile
 RealPolicy = Literal["serial", "dedicated", "greedy", "jigsaw"]
 REAL_POLICIES: tuple[RealPolicy, ...] = ("serial", "dedicated", "greedy", "jigsaw")
 
-ExecutorFactory = Callable[[Mapping[str, Mapping[str, Any]], int], NodeExecutor]
-"""Builds the executor for a set of pipelines (id -> spec) and the train parts per step."""
+ExecutorFactory = Callable[[Mapping[str, Mapping[str, Any]], int, ClusterSpec], NodeExecutor]
+"""Builds the executor for a set of pipelines (id -> spec), the train parts per step, on the cluster."""
 Progress = Callable[[str, Mapping[str, tuple[int, int]]], None]
 """(policy, pipeline id -> (steps done, total steps)), after every event."""
 
@@ -142,33 +142,38 @@ def _run(
 ) -> dict[str, Any]:
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
     graph_config = replace(graph_config_for(policy), migrate_tails=False, prefix_cache=prefix_cache)
-    executor = make_executor(specs, graph_config.train_minibatches)
-    runtime = RealRuntime(executor)
-    controller = ClusterController(
-        cluster,
-        cost,
-        runtime=runtime,
-        scheduler=make_scheduler(policy, cluster, cost, real_pipelines=True),
-        graph_config=graph_config,
-    )
-    totals = {pid: parse_pipeline_spec(spec).total_steps for pid, spec in specs.items()}
-    done: dict[str, tuple[int, int]] = {pid: (0, totals[pid]) for pid in specs}
-    started = time.monotonic()
-    last = list(specs)[-1]
-    for pid, spec in specs.items():
-        controller.submit(pid, spec, schedule=pid == last)  # all arrive together
-    cursor = 0
-    while (t := controller.next_event_time()) is not None:
-        controller.advance_to(t)
-        for event in controller.events.since(cursor, 1000):
-            cursor = event.seq
-            if event.kind.value == "metrics":
-                done[event.pipeline_id] = (int(event.data["step"]), totals[event.pipeline_id])
-        if progress is not None:
-            progress(label, done)
-    makespan_s = time.monotonic() - started
-    per_pipeline = _real_metrics(executor)
-    plans = _real_plans(executor)
+    executor = make_executor(specs, graph_config.train_minibatches, cluster)
+    try:  # the executor holds processes and reserved devices: given back however the run ends
+        runtime = RealRuntime(executor)
+        controller = ClusterController(
+            cluster,
+            cost,
+            runtime=runtime,
+            scheduler=make_scheduler(policy, cluster, cost, real_pipelines=True),
+            graph_config=graph_config,
+        )
+        totals = {pid: parse_pipeline_spec(spec).total_steps for pid, spec in specs.items()}
+        done: dict[str, tuple[int, int]] = {pid: (0, totals[pid]) for pid in specs}
+        started = time.monotonic()
+        last = list(specs)[-1]
+        for pid, spec in specs.items():
+            controller.submit(pid, spec, schedule=pid == last)  # all arrive together
+        cursor = 0
+        while (t := controller.next_event_time()) is not None:
+            controller.advance_to(t)
+            for event in controller.events.since(cursor, 1000):
+                cursor = event.seq
+                if event.kind.value == "metrics":
+                    done[event.pipeline_id] = (int(event.data["step"]), totals[event.pipeline_id])
+            if progress is not None:
+                progress(label, done)
+        makespan_s = time.monotonic() - started
+        per_pipeline = _real_metrics(executor)
+        plans = _real_plans(executor)
+    finally:
+        shutdown = getattr(executor, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
     failed = {pid: controller.state_of(pid).value for pid in specs if controller.state_of(pid).value != "succeeded"}
     if failed:
         raise RuntimeError(f"{label}: pipelines did not finish: {failed}")
@@ -185,9 +190,6 @@ def _run(
             "score_mean_per_step": [round(m["critic/score/mean"], 4) for m in steps],
             "completion_s": run.ended_s,
         }
-    shutdown = getattr(executor, "shutdown", None)
-    if shutdown is not None:
-        shutdown()
     predicted = predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache)
     real_stages = stage_seconds(controller.timeline)
     for pid, figures in pipelines.items():

@@ -85,6 +85,8 @@ class RealRuntime:
         self._origin = time.monotonic()
         self._running: dict[Hashable, _Running] = {}
         self._aborted: set[Hashable] = set()
+        self._refused: list[TaskFinished] = []
+        """Sub-stages the executor could not start (no process, no devices): failed at once."""
         self.node_overheads_s: list[float] = []
         """Per finished sub-stage: its span on the clock minus the time its work took (the
         launch, wait and hand-back cost the cost model calls a stage's overhead)."""
@@ -94,10 +96,18 @@ class RealRuntime:
         return time.monotonic() - self._origin
 
     def start(self, task: Task) -> None:
-        handle = self._executor.submit(task.pipeline_id, task.node, task.devices)
+        try:
+            handle = self._executor.submit(task.pipeline_id, task.node, task.devices)
+        except Exception as exc:  # the pipeline fails with the reason; the others go on
+            logger.warning("sub-stage %s could not start", task.task_id, exc_info=True)
+            now = self.now_s
+            self._refused.append(TaskFinished(task, now, now, error=f"{type(exc).__name__}: {exc}"))
+            return
         self._running[handle] = _Running(task, self.now_s)
 
     def next_event_s(self) -> float | None:
+        if self._refused:
+            return self.now_s
         if not self._running:
             return None
         now = self.now_s
@@ -108,11 +118,11 @@ class RealRuntime:
 
     def advance_to(self, time_s: float) -> list[TaskFinished]:
         """Wait until ``time_s`` or the first real finish; the sub-stages that finished."""
+        finished, self._refused = self._refused, []
         if not self._running:
-            return []
-        done = self._executor.wait(list(self._running), time_s - self.now_s)
+            return finished
+        done = self._executor.wait(list(self._running), 0.0 if finished else time_s - self.now_s)
         end_s = self.now_s
-        finished: list[TaskFinished] = []
         for handle in done:
             entry = self._running.pop(handle)
             if handle in self._aborted:
@@ -139,6 +149,7 @@ class RealRuntime:
             if entry.task.pipeline_id == pipeline_id and handle not in self._aborted:
                 self._aborted.add(handle)
                 stopped.append(entry.task)
+        self._refused = [f for f in self._refused if f.task.pipeline_id != pipeline_id]
         return stopped
 
     def release(self, pipeline_id: str) -> None:

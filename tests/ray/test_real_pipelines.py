@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -11,6 +12,7 @@ from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.runtime.ray.pipeline_actor import RayExecutor
+from jigsaw_engine.runtime.ray.placement import ACTOR_SHARE
 from jigsaw_engine.runtime.real_runtime import RealRuntime
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
 from jigsaw_engine.spec.cluster import ClusterSpec
@@ -32,12 +34,21 @@ def _spec(name: str, workload: str, seed: int, max_tokens: int) -> dict:
 
 
 def test_two_real_pipelines_share_the_cluster_as_actors(ray_cluster):
+    import ray
+
     # A search reply ("<search>question</search>") needs about 20 tokens.
     specs = {"arith": _spec("arith", "gsm8k", 0, 8), "search": _spec("search", "search", 1, 24)}
     graph_config = replace(graph_config_for("jigsaw"), migrate_tails=False)
-    executor = RayExecutor(specs, train_parts=graph_config.train_minibatches)
+    cluster = ClusterSpec(1, 2, "cpu")
+    free_before = ray.available_resources().get("CPU", 0.0)
+    executor = RayExecutor(specs, train_parts=graph_config.train_minibatches, cluster=cluster)
     try:
-        cluster = ClusterSpec(1, 2, "cpu")
+        # The run's two cores are reserved from Ray, each pipeline's process on its own device.
+        assert executor.placement is not None
+        group = executor.placement.groups[0].id.hex()
+        left = {i: ray.available_resources().get(f"CPU_group_{i}_{group}") for i in (0, 1)}
+        assert left == {0: pytest.approx(1 - ACTOR_SHARE, abs=1e-3), 1: pytest.approx(1 - ACTOR_SHARE, abs=1e-3)}
+        assert ray.available_resources().get("CPU", 0.0) == free_before - 2
         cost = RooflineCostModel(load_device_profile("cpu"))
         controller = ClusterController(
             cluster,
@@ -53,6 +64,10 @@ def test_two_real_pipelines_share_the_cluster_as_actors(ray_cluster):
     finally:
         executor.shutdown()
     assert {pid: controller.state_of(pid).value for pid in specs} == {"arith": "succeeded", "search": "succeeded"}
+    deadline = time.monotonic() + 10
+    while ray.available_resources().get("CPU", 0.0) != free_before:  # given back
+        assert time.monotonic() < deadline, "the run's cores were not given back to Ray"
+        time.sleep(0.05)
     assert [len(m) for m in metrics.values()] == [2, 2]
     search = metrics["search"]
     # The retrieval pipeline searched for real: its episodes spent time in the BM25 tool.
@@ -64,8 +79,6 @@ def test_a_job_killed_mid_step_resumes_with_no_step_lost_or_repeated(ray_cluster
     """Kill the pipeline's actor while it works through its steps; a new actor on the same
     checkpoint folder resumes after the last finished step and ends with the weights (and the
     per-step rewards) of an uninterrupted run."""
-    import time
-
     import ray
 
     from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor

@@ -63,8 +63,15 @@ def steps_reported(engine: EngineHost, pipeline_id: str) -> list[int]:
     return [e.data["step"] for e in events if e.pipeline_id == pipeline_id and e.kind is EventKind.METRICS]
 
 
+def free_cpus() -> float:
+    import ray
+
+    return float(ray.available_resources().get("CPU", 0.0))
+
+
 def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_cluster, tmp_path: Path) -> None:
     before, rollouts_before, envs_before = pipeline_processes(), rollout_processes(), environment_processes()
+    cpus_before = free_cpus()
     engine = real_engine(tmp_path)
     try:
         engine.submit("math", tiny_spec("math", steps=2))
@@ -79,10 +86,14 @@ def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_
         )
         # An environment each (its tools and graders), started with the job's workers.
         envs = wait_for(lambda: new if len(new := environment_processes() - envs_before) == 2 else None)
+        # While jobs run, the engine's two cores are reserved from Ray ...
+        assert free_cpus() == cpus_before - 2
         events = wait_until_ended(engine, {"math", "refine"})
         wait_for(lambda: not (pipeline_processes() & during), 30, "the jobs' processes to exit")
         wait_for(lambda: not (environment_processes() & envs), 30, "the environments' processes to exit")
         wait_for(lambda: not (rollout_processes() & rollouts), 30, "the rollout workers' processes to exit")
+        # ... and an idle engine gives them back.
+        wait_for(lambda: free_cpus() == cpus_before, 30, "the engine's cores to be given back to Ray")
     finally:
         engine.close()
     for pid in ("math", "refine"):
@@ -121,3 +132,31 @@ def test_a_job_whose_process_is_killed_mid_step_is_handed_back_and_resumes_from_
     assert [e.data["status"] for e in events if e.pipeline_id == "math" and e.kind is EventKind.STATUS][-1] == (
         "succeeded"
     )
+
+
+def test_a_job_the_ray_cluster_has_no_room_for_fails_saying_why(
+    ray_cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine plans three cores; the session's Ray cluster has two. The job fails with the
+    fix in its reason (it is not left waiting on Ray), and nothing stays reserved."""
+    from jigsaw_engine.runtime.ray import placement
+
+    monkeypatch.setattr(placement, "READY_TIMEOUT_S", 1.0)
+    cpus_before = free_cpus()
+    config = EngineConfig.from_mapping(
+        {"num_nodes": 1, "devices_per_node": 3, "device_type": "cpu"},
+        mode="real",
+        real_cache_dir=str(tmp_path / "policies"),
+        real_checkpoint_dir=str(tmp_path / "checkpoints"),
+    )
+    engine = start_local_engine(config, pipeline_actors=True)
+    try:
+        engine.submit("math", tiny_spec("math", steps=2))
+        events = wait_until_ended(engine, {"math"}, timeout_s=60)
+    finally:
+        engine.close()
+    failed = [e.data for e in events if e.kind is EventKind.STATUS and e.data["status"] == "failed"]
+    assert failed, "the job must fail, not wait for cores Ray does not have"
+    assert "cluster.devices_per_node" in failed[-1]["reason"]
+    assert "ENGINE_DEVICES_PER_NODE" in failed[-1]["reason"]
+    assert free_cpus() == cpus_before

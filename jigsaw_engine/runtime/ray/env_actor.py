@@ -11,13 +11,14 @@ from its checkpoint), not the trainer's state.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import count
 from typing import Any
 
 import ray
 
 from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode, Turn
+from jigsaw_engine.runtime.ray.placement import unplaced
 from jigsaw_engine.runtime.ray.worker_calls import call_worker
 
 EnvironmentFactory = Callable[[], Environment]
@@ -69,9 +70,12 @@ class RemoteEnvironment:
         self._keys = count()
 
     @classmethod
-    def start(cls, local: Environment, factory: EnvironmentFactory) -> RemoteEnvironment:
-        # No CPUs reserved from Ray: tools mostly wait, and the scheduler decides who computes.
-        actor = EnvironmentActor.options(num_cpus=0).remote(factory)  # type: ignore[attr-defined]
+    def start(
+        cls, local: Environment, factory: EnvironmentFactory, *, actor_options: Mapping[str, Any] | None = None
+    ) -> RemoteEnvironment:
+        """``actor_options`` place the process (:mod:`~jigsaw_engine.runtime.ray.placement`);
+        by default it books nothing from Ray: tools mostly wait, and the scheduler decides who computes."""
+        actor = EnvironmentActor.options(**(actor_options or unplaced())).remote(factory)  # type: ignore[attr-defined]
         env = cls(local, actor)
         env._call(actor.open_episodes)  # wait until it is built: a broken environment fails here
         return env

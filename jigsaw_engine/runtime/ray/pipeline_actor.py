@@ -14,14 +14,17 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import ray
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
+from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
 from jigsaw_engine.sim.lengths import SequencePlan
+from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 
 MULTI_THREADED_KINDS = frozenset({SubStageKind.OLD_LOGPROB, SubStageKind.REF_LOGPROB, SubStageKind.TRAIN})
@@ -133,16 +136,22 @@ class RayExecutor:
         torch_threads: int = 1,
         options: RealJobOptions | None = None,
         pin_devices: bool = True,
+        cluster: ClusterSpec | None = None,
     ) -> None:
+        """With ``cluster``, its devices are reserved from Ray (:class:`DevicePlacement`) and
+        pipeline ``i`` and its environment live on device ``i`` (its rollout worker ``w`` on
+        device ``w``); without, the actors book nothing from Ray. Either way the scheduler, not
+        Ray, decides which cores each node runs on."""
         options = options or RealJobOptions()
         self._pin = pin_devices and hasattr(os, "sched_setaffinity")
         self._num_cores = len(os.sched_getaffinity(0)) if self._pin else 1
-        # Actors reserve no CPUs from Ray: the scheduler, not Ray, decides who runs where, and
-        # co-located sub-stages would otherwise wait on Ray's accounting.
-        self.actors = {
-            pid: PipelineActor.options(num_cpus=0).remote(dict(spec), train_parts, torch_threads, options)  # type: ignore[attr-defined]
-            for pid, spec in specs.items()
-        }
+        self.placement = DevicePlacement(cluster) if cluster is not None else None
+        self.actors = {}
+        for i, (pid, spec) in enumerate(specs.items()):
+            placed_options = replace(options, placement=self.placement, home_device=i)
+            self.actors[pid] = PipelineActor.options(**placed(self.placement, i)).remote(  # type: ignore[attr-defined]
+                dict(spec), train_parts, torch_threads, placed_options
+            )
         # Building a pipeline (tokenizer, warm-up) takes seconds: wait here, not inside a node.
         ray.get([actor.build.remote() for actor in self.actors.values()])
 
@@ -171,3 +180,5 @@ class RayExecutor:
     def shutdown(self) -> None:
         for actor in self.actors.values():
             ray.kill(actor)
+        if self.placement is not None:
+            self.placement.remove()

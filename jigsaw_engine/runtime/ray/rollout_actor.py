@@ -30,6 +30,7 @@ from jigsaw_engine.rollout.protocol import (
     RolloutEngine,
     RolloutRequest,
 )
+from jigsaw_engine.runtime.ray.placement import unplaced
 from jigsaw_engine.runtime.ray.worker_calls import call_worker
 
 EngineFactory = Callable[[], RolloutEngine]
@@ -96,9 +97,18 @@ class RemoteRolloutEngine:
         self._last = IterationStats(running=0, decode_tokens=0, prefill_tokens=0)
 
     @classmethod
-    def start(cls, factory: EngineFactory, *, name: str, torch_threads: int = 1) -> RemoteRolloutEngine:
-        # No CPUs reserved from Ray: the scheduler decides where a worker runs (``pin``).
-        actor = RolloutEngineActor.options(num_cpus=0).remote(factory, torch_threads)  # type: ignore[attr-defined]
+    def start(
+        cls,
+        factory: EngineFactory,
+        *,
+        name: str,
+        torch_threads: int = 1,
+        actor_options: Mapping[str, Any] | None = None,
+    ) -> RemoteRolloutEngine:
+        """``actor_options`` place the process (:mod:`~jigsaw_engine.runtime.ray.placement`); by
+        default it books nothing from Ray. Either way the scheduler picks its cores (``pin``)."""
+        options = actor_options or unplaced()
+        actor = RolloutEngineActor.options(**options).remote(factory, torch_threads)  # type: ignore[attr-defined]
         engine = cls(actor, name=name)
         engine._call(actor.has_unfinished)  # wait until it is built: a broken factory fails here
         return engine

@@ -9,7 +9,9 @@ that job its current step, not the engine. The executor reports such a death as
 control plane resumes it from its latest checkpoint.
 
 The actors are owned by the engine's actor, so they die with it (an engine restart resumes
-every job from its checkpoint anyway).
+every job from its checkpoint anyway). Given the engine's cluster, its devices are reserved from
+Ray while any job runs (:class:`~jigsaw_engine.runtime.ray.placement.DevicePlacement`) and given
+back when the last one ends, so an idle engine holds nothing.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from ray.exceptions import RayActorError
 from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
 from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor, wait_for_refs
+from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed
 from jigsaw_engine.runtime.real_jobs import RealJobOptions
 from jigsaw_engine.runtime.real_pipeline import NodeReport
 from jigsaw_engine.runtime.service_executor import StepReport
+from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec
 
 
@@ -37,9 +41,18 @@ class ActorServiceExecutor:
     """A :class:`~jigsaw_engine.runtime.service_executor.ServiceNodeExecutor` with one actor per job."""
 
     def __init__(
-        self, options: RealJobOptions, *, train_parts: int, checkpoint_root: Path | None = None, torch_threads: int = 1
+        self,
+        options: RealJobOptions,
+        *,
+        train_parts: int,
+        checkpoint_root: Path | None = None,
+        torch_threads: int = 1,
+        cluster: ClusterSpec | None = None,
     ) -> None:
         self._options = options
+        self._cluster = cluster
+        self.placement: DevicePlacement | None = None
+        """Held while any job has an actor (None without ``cluster``)."""
         self._train_parts = train_parts
         self._checkpoint_root = checkpoint_root
         self._torch_threads = torch_threads
@@ -57,7 +70,7 @@ class ActorServiceExecutor:
 
     def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
         cores = tuple(d % self._num_cores for d in devices) if self._num_cores else ()
-        ref: Hashable = self._actor(pipeline_id).run_node.remote(node, cores)
+        ref: Hashable = self._actor(pipeline_id, devices[0] if devices else 0).run_node.remote(node, cores)
         with self._lock:
             self._nodes[ref] = (pipeline_id, node.step)
         return ref
@@ -91,23 +104,37 @@ class ActorServiceExecutor:
             self._specs.pop(pipeline_id, None)
         if actor is not None:
             ray.kill(actor, no_restart=True)
+        self._give_back_devices_if_idle()
 
     def shutdown(self) -> None:
         with self._lock:
             actors, self._actors = list(self._actors.values()), {}
         for actor in actors:
             ray.kill(actor, no_restart=True)
+        self._give_back_devices_if_idle()
 
-    def _actor(self, pipeline_id: str) -> Any:
+    def _give_back_devices_if_idle(self) -> None:
+        with self._lock:
+            placement = self.placement if not self._actors else None
+            if placement is not None:
+                self.placement = None
+        if placement is not None:
+            placement.remove()
+
+    def _actor(self, pipeline_id: str, device: int) -> Any:
+        """The job's process, started on ``device`` (where its first node runs) if it has none."""
         with self._lock:
             actor = self._actors.get(pipeline_id)
             if actor is None:
+                if self.placement is None and self._cluster is not None:
+                    # Waits for Ray (milliseconds; a too-small Ray cluster fails the job, saying why).
+                    self.placement = DevicePlacement(self._cluster)
                 spec = self._specs[pipeline_id]
-                options = self._options
+                options = replace(self._options, placement=self.placement, home_device=device)
                 if self._checkpoint_root is not None:
                     options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
-                # No CPUs reserved from Ray: the scheduler, not Ray, decides which cores a job uses.
-                actor = self._actors[pipeline_id] = PipelineActor.options(num_cpus=0).remote(  # type: ignore[attr-defined]
+                # Ray books a sliver of the device; the scheduler decides which cores a node uses.
+                actor = self._actors[pipeline_id] = PipelineActor.options(**placed(self.placement, device)).remote(  # type: ignore[attr-defined]
                     spec, self._train_parts, self._torch_threads, options, spec.start_step
                 )
             return actor

@@ -1,0 +1,74 @@
+"""The engine's devices reserved from Ray: held while a run needs them, given back after, actors
+placed in their device's bundle with a fraction of it, and a Ray cluster too small refused with
+the fix. The session's Ray cluster has 2 CPUs (tests/ray_fixture.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import ray
+
+from jigsaw_engine.errors import SpecError
+from jigsaw_engine.runtime.ray.placement import ACTOR_SHARE, DevicePlacement
+from jigsaw_engine.spec.cluster import ClusterSpec
+
+pytestmark = pytest.mark.ray
+
+
+@ray.remote
+class Resident:
+    def node(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+
+def free_cpus() -> float:
+    return float(ray.available_resources().get("CPU", 0.0))
+
+
+def bundle_free(placement: DevicePlacement, node: int, index: int) -> float:
+    """What is left of one device's bundle (Ray names it ``CPU_group_<index>_<group id>``; it
+    keeps four decimals)."""
+    key = f"CPU_group_{index}_{placement.groups[node].id.hex()}"
+    return float(ray.available_resources().get(key, 0.0))
+
+
+def wait_for(condition, timeout_s: float = 10.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_the_devices_are_held_for_the_engine_and_its_actors_share_them(ray_cluster) -> None:
+    before = free_cpus()
+    placement = DevicePlacement(ClusterSpec(1, 2, "cpu"))
+    try:
+        # Both cores are the engine's now: nothing else on this Ray cluster can book them.
+        wait_for(lambda: free_cpus() == before - 2)
+        # Two pipelines' processes on device 0 (co-located), one on device 1.
+        residents = [Resident.options(**placement.actor_options(d)).remote() for d in (0, 0, 1)]
+        nodes = ray.get([r.node.remote() for r in residents])
+        assert len(set(nodes)) == 1
+        wait_for(lambda: bundle_free(placement, 0, 0) == pytest.approx(1 - 2 * ACTOR_SHARE, abs=1e-3))
+        assert bundle_free(placement, 0, 1) == pytest.approx(1 - ACTOR_SHARE, abs=1e-3)
+        # A device id past the cluster wraps round, as the executors map devices to cores.
+        assert placement.actor_options(2)["scheduling_strategy"].placement_group_bundle_index == 0
+        for resident in residents:
+            ray.kill(resident)
+    finally:
+        placement.remove()
+    wait_for(lambda: free_cpus() == before)
+
+
+def test_a_ray_cluster_too_small_for_the_plan_is_refused_with_the_fix(ray_cluster) -> None:
+    before = free_cpus()
+    with pytest.raises(SpecError) as caught:
+        DevicePlacement(ClusterSpec(1, 3, "cpu"), timeout_s=1.0)
+    (error,) = caught.value.errors
+    assert error.field == "cluster.devices_per_node"
+    assert "1 node(s) of 3 cpu devices" in error.message
+    assert "Ray has 2 CPU" in error.message
+    assert "--num-cpus" in error.message and "ENGINE_DEVICES_PER_NODE" in error.message
+    # Nothing half-reserved is left behind.
+    wait_for(lambda: free_cpus() == before)
