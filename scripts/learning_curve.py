@@ -1,10 +1,13 @@
-"""GRPO on arithmetic with a tiny model on this CPU: the reward curve, printed.
+"""GRPO on arithmetic with a tiny model on this CPU, as the product trains it: the reward curve.
 
-    .venv/bin/python scripts/learning_curve.py --steps 150
+    .venv/bin/python scripts/learning_curve.py --steps 150 [--batch 32]
 
-A 1M-parameter Qwen2 is built here, warmed up on ideal replies until it samples the right
-answer about a quarter of the time, then trained with GRPO (32 prompts x 8 replies per step);
-every 10 steps prints the mean reward of the last 10 and the wall time so far.
+The job is the ``math-grpo`` preset that the dashboard offers in real mode (tiny Qwen2, 1M
+parameters, 8 replies per prompt), built by the same code as ``jigsaw run`` and the service
+(:func:`~jigsaw_engine.runtime.real_jobs.build_real_pipeline`): the same warm-up, learning
+rate, KL loss, four optimizer steps per update. Only the prompts per step (``--batch``) and the
+step count are set here. Every 10 steps it prints the mean exact-match reward of the last 10
+steps and the wall time since RL began (the warm-up is timed apart).
 """
 
 from __future__ import annotations
@@ -16,41 +19,37 @@ import time
 
 import torch
 
-from jigsaw_engine.envs.math_tasks import MathEnv
-from jigsaw_engine.envs.protocol import EnvTask
 from jigsaw_engine.rl import metrics as names
-from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
-from jigsaw_engine.train.policy_trainer import ActorConfig
-from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
-from jigsaw_engine.train.sft import WarmupConfig
-from jigsaw_engine.train.warm_start import warm_start_tiny_policy
+from jigsaw_engine.runtime.real_jobs import build_real_pipeline
+from jigsaw_engine.sched.registry import graph_config_for
+from jigsaw_engine.spec.pipeline import parse_pipeline_spec
+from jigsaw_engine.spec.presets import REAL_PRESETS
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--batch", type=int, default=None, help="prompts per step (default: the preset's)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (this machine's cores)")
     args = parser.parse_args()
-    torch.set_num_threads(2)
-    tasks = [EnvTask(f"{a}+{b}", f"Compute {a}+{b}.", str(a + b), "all pairs") for a in range(10) for b in range(10)]
-    env = MathEnv(tasks)
+    torch.set_num_threads(args.threads)
+    (preset,) = [p for p in REAL_PRESETS if p.name == "math-grpo"]
+    raw = copy.deepcopy(dict(preset.spec))
+    raw["seed"] = args.seed
+    raw["trainer"] = {**raw["trainer"], "total_steps": args.steps}
+    if args.batch is not None:
+        raw["data"] = {**raw["data"], "train_batch_size": args.batch}
+    spec = parse_pipeline_spec(raw)
     started = time.perf_counter()
-    model, tokenizer, _ = warm_start_tiny_policy("tiny-qwen2-1m", env, warmup=WarmupConfig(steps=90, seed=args.seed))
+    pipeline = build_real_pipeline(spec, train_parts=graph_config_for("jigsaw").train_minibatches)
+    print(f"{spec.train_batch_size} prompts x {spec.rollout.n} replies per step", flush=True)
     print(f"warm-up done in {time.perf_counter() - started:.1f} s", flush=True)
-    engine = TorchRolloutEngine(copy.deepcopy(model), pad_token_id=tokenizer.pad_token_id)
-    config = RLJobConfig(
-        prompts_per_step=32,
-        n=8,
-        max_response_tokens=8,
-        actor=ActorConfig(lr=5e-4, micro_batch_size=128, ppo_mini_batch_size=128),
-        seed=args.seed,
-    )
-    job = RLJob(model=model, tokenizer=tokenizer, env=env, engine=engine, config=config)
     scores: list[float] = []
     started = time.perf_counter()
     print(f"{'step':>5s} {'reward (last 10)':>17s} {'entropy':>8s} {'RL wall s':>10s}")
     for step in range(1, args.steps + 1):
-        metrics = job.run_step()
+        metrics = pipeline.run_step()
         scores.append(metrics[names.SCORE_MEAN])
         if step % 10 == 0 or step == 1:
             recent = sum(scores[-10:]) / len(scores[-10:])
