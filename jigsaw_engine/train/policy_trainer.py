@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import PreTrainedModel
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
 
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.kl import KLEstimator, kl_loss
@@ -78,14 +81,31 @@ def mean_metrics(per_step: list[dict[str, float]]) -> dict[str, float]:
 
 
 class PolicyTrainer:
-    def __init__(self, model: PreTrainedModel, config: ActorConfig, *, keep_reference: bool = False) -> None:
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        config: ActorConfig,
+        *,
+        keep_reference: bool = False,
+        mesh: DeviceMesh | None = None,
+    ) -> None:
+        """``mesh``: train across a worker group with FSDP2 (:mod:`jigsaw_engine.train.fsdp`);
+        every rank builds the same model and calls the same methods with the same batch."""
         self.model = model
         self.config = config
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.mesh = mesh
         self.reference: PreTrainedModel | None = None
         if config.kl_coef > 0 or keep_reference:
             self.reference = copy.deepcopy(model).eval()
             self.reference.requires_grad_(False)
+        if mesh is not None:
+            from jigsaw_engine.train.fsdp import shard_model
+
+            shard_model(model, mesh)
+            if self.reference is not None:
+                shard_model(self.reference, mesh)
+        # After sharding: the optimizer holds (and keeps state for) each rank's slices only.
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
     # -- forwards without gradients ------------------------------------------------------------
     def old_log_probs(self, batch: TokenBatch) -> torch.Tensor:
@@ -152,10 +172,12 @@ class PolicyTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         acc = {names.PG_LOSS: 0.0, names.PG_CLIPFRAC: 0.0, names.PPO_KL: 0.0, names.ENTROPY: 0.0, names.KL_LOSS: 0.0}
         width = batch.response_mask.shape[1]
-        for part in micro_batches(batch, max_rows=cfg.micro_batch_size, max_tokens=cfg.micro_batch_tokens):
+        # Across a worker group the reduce-scatter averages over ranks: scaled, it sums.
+        ranks = self.mesh.size() if self.mesh is not None else 1
+        for part, scale in self._my_micro_batches(batch):
             micro = batch.rows(part)
-            weight = micro_weight(micro.response_mask, batch.response_mask, cfg.loss_agg_mode)
-            if weight == 0.0:
+            weight = micro_weight(micro.response_mask, batch.response_mask, cfg.loss_agg_mode) * scale
+            if weight == 0.0 and self.mesh is None:
                 continue
             # The forward runs on the trimmed rows (the costly part); the losses see them padded
             # back to the mini-batch's width, so every aggregation mode means what it did.
@@ -184,21 +206,46 @@ class PolicyTrainer:
                 )
                 loss = loss + cfg.kl_coef * kl
                 acc[names.KL_LOSS] += float(kl.detach()) * weight
-            (loss * weight).backward()
+            (loss * weight * ranks).backward()
             acc[names.PG_LOSS] += float(out.pg_loss.detach()) * weight
             acc[names.PG_CLIPFRAC] += float(out.pg_clipfrac) * weight
             acc[names.PPO_KL] += float(out.ppo_kl) * weight
             acc[names.ENTROPY] += float(entropy_mean.detach()) * weight
+        if self.mesh is not None:
+            from jigsaw_engine.train.fsdp import full, sum_over_ranks
+
+            acc = sum_over_ranks(acc, self.mesh)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
         self.optimizer.step()
-        acc[names.GRAD_NORM] = float(grad_norm)
+        acc[names.GRAD_NORM] = float(full(grad_norm) if self.mesh is not None else grad_norm)
         acc[names.LR] = cfg.lr
         self.model.eval()
         return acc
 
+    def _my_micro_batches(self, batch: TokenBatch) -> list[tuple[torch.Tensor, float]]:
+        """(rows, 1.0) for each micro-batch this process runs. Across a worker group, rank ``r``
+        of ``w`` takes micro-batches ``r, r + w, ...``, topped up with weight-0 ones so that
+        every rank runs the same number of forwards and backwards (each is a collective)."""
+        cfg = self.config
+        parts = micro_batches(batch, max_rows=cfg.micro_batch_size, max_tokens=cfg.micro_batch_tokens)
+        if self.mesh is None:
+            return [(part, 1.0) for part in parts]
+        # Only micro-batches with a token to learn from: a weight-0 one may have a NaN loss.
+        parts = [p for p in parts if micro_weight(batch.rows(p).response_mask, batch.response_mask, cfg.loss_agg_mode)]
+        if not parts:  # every rank sees the same batch, so every rank skips alike
+            return []
+        rank, world = self.mesh.get_local_rank(), self.mesh.size()
+        mine = [(part, 1.0) for part in parts[rank::world]]
+        return mine + [(parts[0], 0.0)] * (-(-len(parts) // world) - len(mine))
+
     # -- weights and checkpoints ---------------------------------------------------------------
     def weights(self) -> dict[str, torch.Tensor]:
-        """The policy's weights, detached, for the rollout engines."""
+        """The policy's weights, detached and whole, for the rollout engines (across a worker
+        group every rank must call this: gathering the shards is a collective)."""
+        if self.mesh is not None:
+            from jigsaw_engine.train.fsdp import full
+
+            return {name: full(tensor).detach() for name, tensor in self.model.state_dict().items()}
         return {name: tensor.detach() for name, tensor in self.model.state_dict().items()}
 
     def state_dict(self) -> dict[str, Any]:
