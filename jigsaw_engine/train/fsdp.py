@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
@@ -48,3 +49,19 @@ def sum_over_ranks(values: dict[str, float], mesh: DeviceMesh) -> dict[str, floa
     summed = torch.tensor([values[k] for k in keys], dtype=torch.float64)
     torch.distributed.all_reduce(summed, group=mesh.get_group())
     return dict(zip(keys, summed.tolist(), strict=True))
+
+
+WHOLE = StateDictOptions(full_state_dict=True)
+
+
+def full_state_dict(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """Model and optimizer state gathered whole on every rank (a collective)."""
+    model_state, optimizer_state = get_state_dict(model, optimizer, options=WHOLE)
+    return {"model": model_state, "optimizer": optimizer_state}
+
+
+def load_full_state_dict(model: torch.nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """Each rank keeps its slices of a whole state (from :func:`full_state_dict`, any group size)."""
+    set_state_dict(
+        model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"], options=WHOLE
+    )

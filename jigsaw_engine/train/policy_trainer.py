@@ -249,8 +249,20 @@ class PolicyTrainer:
         return {name: tensor.detach() for name, tensor in self.model.state_dict().items()}
 
     def state_dict(self) -> dict[str, Any]:
+        """Across a worker group: whole tensors on every rank (a collective), the optimizer's
+        state keyed by parameter name, so a group of any size can load it."""
+        if self.mesh is not None:
+            from jigsaw_engine.train.fsdp import full_state_dict
+
+            return full_state_dict(self.model, self.optimizer)
         return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """A worker group loads what a worker group of any size saved (each rank keeps its slices)."""
+        if self.mesh is not None:
+            from jigsaw_engine.train.fsdp import load_full_state_dict
+
+            load_full_state_dict(self.model, self.optimizer, state)
+            return
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])

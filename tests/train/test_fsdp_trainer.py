@@ -76,3 +76,54 @@ def test_a_sharded_update_across_two_processes_equals_the_one_process_update(ari
         assert torch.allclose(sharded["weights"][name], weight, atol=1e-5), name
     for key in (names.PG_LOSS, names.ENTROPY, names.KL_LOSS, names.GRAD_NORM):
         assert sharded["metrics"][key] == pytest.approx(metrics[key], rel=1e-4, abs=1e-7), key
+
+
+def _resume_rank(rank: int, world: int, port: int, folder: Path) -> None:
+    """Group of ``world``: from the saved checkpoint, the second update; and with two ranks,
+    first the uninterrupted run that wrote the checkpoint."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        from jigsaw_engine.train.fsdp import data_parallel_mesh
+
+        inputs = torch.load(folder / "inputs.pt", weights_only=False)
+        batch, advantages, old = inputs["batch"], inputs["advantages"], inputs["old"]
+        out: dict[str, object] = {}
+        if not (folder / "checkpoint.pt").exists():
+            trainer = PolicyTrainer(copy.deepcopy(inputs["model"]), CONFIG, mesh=data_parallel_mesh())
+            trainer.update(batch, advantages, old, trainer.ref_log_probs(batch), seed=0)
+            state = trainer.state_dict()
+            if rank == 0:
+                torch.save(state, folder / "checkpoint.pt")
+            trainer.update(batch, advantages, old, trainer.ref_log_probs(batch), seed=1)
+            out["uninterrupted"] = trainer.weights()
+            torch.distributed.barrier()
+        # A fresh trainer, built from the start policy as a resumed job is (it is also the KL
+        # reference), loads the weights and optimizer state after the first update.
+        resumed = PolicyTrainer(copy.deepcopy(inputs["model"]), CONFIG, mesh=data_parallel_mesh())
+        resumed.load_state_dict(torch.load(folder / "checkpoint.pt", weights_only=False))
+        resumed.update(batch, advantages, old, resumed.ref_log_probs(batch), seed=1)
+        out["resumed"] = resumed.weights()
+        if rank == 0:
+            torch.save(out, folder / f"resume-{world}.pt")
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_a_sharded_trainer_resumes_from_its_checkpoint_in_a_group_of_any_size(arith_policy, tmp_path: Path) -> None:
+    """The checkpoint holds whole tensors and the optimizer's moments by parameter name: a new
+    group of two, or of one, picks up where the first left off and makes the same next update."""
+    batch = long_tailed_batch(len(arith_policy.tokenizer), seed=2)
+    advantages = torch.randn(batch.response_mask.shape, generator=torch.Generator().manual_seed(3))
+    base = arith_policy.fresh_model()
+    old = batch_log_probs(base, batch, micro_batch_size=batch.size)
+    torch.save({"model": base, "batch": batch, "advantages": advantages, "old": old}, tmp_path / "inputs.pt")
+    mp.spawn(_resume_rank, args=(2, _free_port(), tmp_path), nprocs=2)
+    mp.spawn(_resume_rank, args=(1, _free_port(), tmp_path), nprocs=1)
+    two, one = (torch.load(tmp_path / f"resume-{n}.pt", weights_only=False) for n in (2, 1))
+    moved = max(float((w - base.state_dict()[n]).abs().max()) for n, w in two["uninterrupted"].items())
+    assert moved > 1e-3, "the updates must change the weights"
+    for name, weight in two["uninterrupted"].items():
+        assert torch.allclose(two["resumed"][name], weight, atol=1e-5), name
+        assert torch.allclose(one["resumed"][name], weight, atol=1e-5), name
