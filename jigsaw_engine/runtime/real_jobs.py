@@ -28,7 +28,7 @@ from jigsaw_engine.runtime.real_checks import REAL_WORKLOADS, check_real_spec
 from jigsaw_engine.runtime.real_pipeline import RealPipeline
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec
 from jigsaw_engine.train.critic import CriticConfig
-from jigsaw_engine.train.policy_trainer import ActorConfig
+from jigsaw_engine.train.policy_trainer import ActorConfig, ActorTrainer
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 from jigsaw_engine.train.sft import WarmupConfig
 from jigsaw_engine.train.warm_start import warm_start_tiny_policy
@@ -87,6 +87,10 @@ class RealJobOptions:
     """The engine's devices reserved from Ray: rollout worker ``w`` is placed on device ``w``,
     the environment on ``home_device`` (None: the actors book nothing from Ray)."""
     home_device: int = 0
+    train_across_devices: bool = False
+    """A job that asks for several devices trains on as many Ray actor processes, one per
+    device, with FSDP2 among them (:mod:`jigsaw_engine.runtime.ray.trainer_group`) instead of
+    torch threads in its own process. Needs Ray started."""
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:
@@ -174,7 +178,14 @@ def build_real_pipeline(
         env = RemoteEnvironment.start(
             env, partial(make_environment, spec, options), actor_options=_placed(options, options.home_device)
         )
-    job = RLJob(model=model, tokenizer=tokenizer, env=env, engines=engines, config=config)
+    job = RLJob(
+        model=model,
+        tokenizer=tokenizer,
+        env=env,
+        engines=engines,
+        config=config,
+        trainer=_trainer(spec, config, model, options),
+    )
     return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir, start_step=start_step)
 
 
@@ -203,6 +214,25 @@ def _rollout_engines(
         pad = int(tokenizer.pad_token_id)
         return [TorchRolloutEngine(copy.deepcopy(model), pad_token_id=pad) for _ in range(count)]
     return [factory() for _ in range(count)]
+
+
+def _trainer(
+    spec: PipelineSpec, config: RLJobConfig, model: PreTrainedModel, options: RealJobOptions
+) -> ActorTrainer | None:
+    """A worker group for a job asking several devices when ``options.train_across_devices``;
+    None: the job trains in its own process."""
+    world = spec.resources.num_gpus
+    if not options.train_across_devices or world < 2:
+        return None
+    from jigsaw_engine.runtime.ray.trainer_group import TrainerGroup
+
+    return TrainerGroup(
+        model,
+        config.actor,
+        world=world,
+        keep_reference=config.kl_in_reward_coef > 0,
+        actor_options=[_placed(options, options.home_device + r) for r in range(world)],
+    )
 
 
 def _placed(options: RealJobOptions, device: int) -> dict[str, object]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from transformers import PreTrainedModel
@@ -80,6 +80,46 @@ def mean_metrics(per_step: list[dict[str, float]]) -> dict[str, float]:
     return {key: sum(step[key] for step in per_step) / len(per_step) for key in per_step[0]}
 
 
+def plan_updates(config: ActorConfig, batch_size: int, *, seed: int) -> list[torch.Tensor]:
+    """The rows of each optimizer step: ``ppo_epochs`` shuffled passes in mini-batches.
+
+    Planned up front so the update can be run a few optimizer steps at a time (one train
+    sub-stage each) and still be the same update.
+    """
+    mini = config.ppo_mini_batch_size or batch_size
+    generator = torch.Generator().manual_seed(seed)
+    plan: list[torch.Tensor] = []
+    for _ in range(config.ppo_epochs):
+        order = torch.randperm(batch_size, generator=generator)
+        plan.extend(order[start : start + mini] for start in range(0, batch_size, mini))
+    return plan
+
+
+class ActorTrainer(Protocol):
+    """What a job's step asks of its policy trainer: :class:`PolicyTrainer` in the job's process,
+    or a worker group (:class:`~jigsaw_engine.runtime.ray.trainer_group.TrainerGroup`)."""
+
+    config: ActorConfig
+    reference: object | None
+    """Not None when a KL reference is kept (``ref_log_probs`` then answers)."""
+
+    def old_log_probs(self, batch: TokenBatch) -> torch.Tensor: ...
+
+    def ref_log_probs(self, batch: TokenBatch) -> torch.Tensor | None: ...
+
+    def optimizer_step(  # (full batch, its advantages, old log-probs, ref log-probs, rows): metrics
+        self, b: TokenBatch, a: torch.Tensor, o: torch.Tensor, r: torch.Tensor | None, rows: torch.Tensor, /
+    ) -> dict[str, float]: ...
+
+    def plan_updates(self, batch_size: int, *, seed: int) -> list[torch.Tensor]: ...
+
+    def weights(self) -> dict[str, torch.Tensor]: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
 class PolicyTrainer:
     def __init__(
         self,
@@ -144,18 +184,7 @@ class PolicyTrainer:
         return mean_metrics(steps)
 
     def plan_updates(self, batch_size: int, *, seed: int) -> list[torch.Tensor]:
-        """The rows of each optimizer step: ``ppo_epochs`` shuffled passes in mini-batches.
-
-        Planned up front so the update can be run a few optimizer steps at a time (one train
-        sub-stage each) and still be the same update.
-        """
-        mini = self.config.ppo_mini_batch_size or batch_size
-        generator = torch.Generator().manual_seed(seed)
-        plan: list[torch.Tensor] = []
-        for _ in range(self.config.ppo_epochs):
-            order = torch.randperm(batch_size, generator=generator)
-            plan.extend(order[start : start + mini] for start in range(0, batch_size, mini))
-        return plan
+        return plan_updates(self.config, batch_size, seed=seed)
 
     def optimizer_step(
         self,

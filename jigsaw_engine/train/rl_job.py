@@ -31,7 +31,7 @@ from jigsaw_engine.rollout.episodes import EpisodeBatch, EpisodeResult
 from jigsaw_engine.rollout.protocol import RolloutEngine, SamplingParams
 from jigsaw_engine.sim.lengths import SequencePlan
 from jigsaw_engine.train.critic import CriticConfig, CriticTrainer
-from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer, mean_metrics
+from jigsaw_engine.train.policy_trainer import ActorConfig, ActorTrainer, PolicyTrainer, mean_metrics
 from jigsaw_engine.train.token_batch import TokenBatch, collate
 
 SAMPLES_PER_STEP = 4
@@ -152,14 +152,19 @@ class RLJob:
         engine: RolloutEngine | None = None,
         engines: Sequence[RolloutEngine] = (),
         config: RLJobConfig,
+        trainer: ActorTrainer | None = None,
     ) -> None:
+        """``trainer``: the policy's trainer when it is not this process (a worker group built
+        from ``model`` and ``config.actor``); by default one in this process."""
         self.tokenizer = tokenizer
         self.env = env
         self.engines: list[RolloutEngine] = [engine] if engine is not None else list(engines)
         if not self.engines:
             raise ValueError("engines: a job needs at least one rollout engine")
         self.config = config
-        self.trainer = PolicyTrainer(model, config.actor, keep_reference=config.kl_in_reward_coef > 0)
+        self.trainer: ActorTrainer = trainer or PolicyTrainer(
+            model, config.actor, keep_reference=config.kl_in_reward_coef > 0
+        )
         self.critic = CriticTrainer(model, config.critic) if config.critic is not None else None
         self.step = 0
         self.recent_samples: list[dict[str, Any]] = []

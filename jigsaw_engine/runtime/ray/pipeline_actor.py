@@ -83,6 +83,10 @@ class PipelineActor:
 
         wide = node.kind in MULTI_THREADED_KINDS and len(cores) > 1
         torch.set_num_threads(len(cores) if wide else self._torch_threads)
+        if node.kind in MULTI_THREADED_KINDS and cores:
+            pin_ranks = getattr(pipeline.job.trainer, "pin", None)  # a trainer group: a rank per core
+            if pin_ranks is not None:
+                pin_ranks(cores)
         engines = pipeline.job.engines
         if node.kind is SubStageKind.DECODE and cores and node.worker is not None and node.worker < len(engines):
             pin = getattr(engines[node.worker], "pin", None)  # a rollout worker in an actor of its own
@@ -105,7 +109,7 @@ class PipelineActor:
         import hashlib
 
         digest = hashlib.sha256()
-        for name, tensor in sorted(self._pipeline.job.trainer.model.state_dict().items()):
+        for name, tensor in sorted(self._pipeline.job.trainer.weights().items()):
             digest.update(name.encode())
             digest.update(tensor.detach().contiguous().numpy().tobytes())
         return {
@@ -148,7 +152,7 @@ class RayExecutor:
         self.placement = DevicePlacement(cluster) if cluster is not None else None
         self.actors = {}
         for i, (pid, spec) in enumerate(specs.items()):
-            placed_options = replace(options, placement=self.placement, home_device=i)
+            placed_options = replace(options, placement=self.placement, home_device=i, train_across_devices=True)
             self.actors[pid] = PipelineActor.options(**placed(self.placement, i)).remote(  # type: ignore[attr-defined]
                 dict(spec), train_parts, torch_threads, placed_options
             )

@@ -130,7 +130,9 @@ class ActorServiceExecutor:
                     # Waits for Ray (milliseconds; a too-small Ray cluster fails the job, saying why).
                     self.placement = DevicePlacement(self._cluster)
                 spec = self._specs[pipeline_id]
-                options = replace(self._options, placement=self.placement, home_device=device)
+                options = replace(
+                    self._options, placement=self.placement, home_device=device, train_across_devices=True
+                )
                 if self._checkpoint_root is not None:
                     options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
                 # Ray books a sliver of the device; the scheduler decides which cores a node uses.

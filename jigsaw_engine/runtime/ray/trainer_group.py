@@ -1,0 +1,147 @@
+"""A real job's policy trainer across a worker group: one Ray actor per device, FSDP2 among them.
+
+A job that asks for several devices trains on as many processes, one per device, each holding a
+slice of the policy and of its optimizer state (:mod:`jigsaw_engine.train.fsdp`); on GPUs that
+is FSDP2 over NCCL, on this machine's cores the same code over gloo. :class:`TrainerGroup`
+offers the one-process trainer's methods (:class:`~jigsaw_engine.train.policy_trainer.ActorTrainer`),
+so the job's step does not change: each call goes to every rank at once (every method is a
+collective) and rank 0's answer comes back. The log-prob forwards, the update's optimizer steps,
+the weights for the rollout workers and the checkpoint all run sharded.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import ray
+import torch
+from ray.exceptions import RayActorError
+
+from jigsaw_engine.errors import WorkerLostError
+from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer, plan_updates
+from jigsaw_engine.train.token_batch import TokenBatch
+
+COLLECTIVE_TIMEOUT_S = 300.0
+"""How long a rank waits in a collective for the others (a lost rank fails the rest in time)."""
+
+
+@ray.remote(max_restarts=0)
+class TrainerRankActor:
+    """One rank: its slice of the policy (and of the KL reference) and of the optimizer state."""
+
+    def __init__(self, model: torch.nn.Module, config: ActorConfig, keep_reference: bool) -> None:
+        torch.set_num_threads(1)
+        self._model, self._config, self._keep_reference = model, config, keep_reference
+        self._trainer: PolicyTrainer | None = None
+
+    def rendezvous(self) -> tuple[str, int]:
+        """Rank 0's address for the group: this node's IP and a free port."""
+        with socket.socket() as s:
+            s.bind(("", 0))
+            return ray.util.get_node_ip_address(), int(s.getsockname()[1])
+
+    def join(self, address: str, port: int, rank: int, world: int) -> None:
+        from jigsaw_engine.train.fsdp import data_parallel_mesh
+
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        torch.distributed.init_process_group(
+            backend,
+            init_method=f"tcp://{address}:{port}",
+            rank=rank,
+            world_size=world,
+            timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S),
+        )
+        mesh = data_parallel_mesh("cuda" if backend == "nccl" else "cpu")
+        self._trainer = PolicyTrainer(self._model, self._config, keep_reference=self._keep_reference, mesh=mesh)
+
+    def has_reference(self) -> bool:
+        assert self._trainer is not None
+        return self._trainer.reference is not None
+
+    def pin(self, cores: tuple[int, ...]) -> None:
+        if cores and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, set(cores))
+
+    def call(self, method: str, *args: Any) -> Any:
+        assert self._trainer is not None, "join() first"
+        return getattr(self._trainer, method)(*args)
+
+
+class TrainerGroup:
+    """Implements :class:`~jigsaw_engine.train.policy_trainer.ActorTrainer` over ``world`` ranks."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        config: ActorConfig,
+        *,
+        world: int,
+        keep_reference: bool = False,
+        actor_options: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        """``actor_options[r]`` places rank ``r`` (:mod:`~jigsaw_engine.runtime.ray.placement`)."""
+        if world < 2:
+            raise ValueError(f"world: a trainer group has at least 2 ranks, got {world}")
+        self.config = config
+        options = list(actor_options) or [{"num_cpus": 0}] * world
+        self._ranks = [
+            TrainerRankActor.options(**options[r]).remote(model, config, keep_reference)  # type: ignore[attr-defined]
+            for r in range(world)
+        ]
+        address, port = self._gather([self._ranks[0].rendezvous.remote()])[0]
+        self._gather([rank.join.remote(address, port, r, world) for r, rank in enumerate(self._ranks)])
+        self.reference: object | None = True if self._gather([self._ranks[0].has_reference.remote()])[0] else None
+
+    @property
+    def world(self) -> int:
+        return len(self._ranks)
+
+    def _gather(self, refs: list[Any]) -> list[Any]:
+        try:
+            return list(ray.get(refs))
+        except RayActorError as exc:
+            raise WorkerLostError(f"a trainer rank's process died ({type(exc).__name__})") from exc
+
+    def _all(self, method: str, *args: Any) -> Any:
+        shared = [ray.put(a) for a in args]  # serialised once, read by every rank
+        return self._gather([rank.call.remote(method, *shared) for rank in self._ranks])[0]
+
+    def pin(self, cores: tuple[int, ...]) -> None:
+        """Rank ``r`` on core ``cores[r]`` (round robin when the node has fewer cores than ranks)."""
+        if cores:
+            self._gather([rank.pin.remote((cores[r % len(cores)],)) for r, rank in enumerate(self._ranks)])
+
+    def old_log_probs(self, batch: TokenBatch) -> torch.Tensor:
+        result: torch.Tensor = self._all("old_log_probs", batch)
+        return result
+
+    def ref_log_probs(self, batch: TokenBatch) -> torch.Tensor | None:
+        result: torch.Tensor | None = self._all("ref_log_probs", batch)
+        return result
+
+    def optimizer_step(self, *inputs: Any) -> dict[str, float]:
+        """:meth:`PolicyTrainer.optimizer_step` on every rank (each runs its share of the micro-batches)."""
+        result: dict[str, float] = self._all("optimizer_step", *inputs)
+        return result
+
+    def plan_updates(self, batch_size: int, *, seed: int) -> list[torch.Tensor]:
+        return plan_updates(self.config, batch_size, seed=seed)
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        result: dict[str, torch.Tensor] = self._all("weights")
+        return result
+
+    def state_dict(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._all("state_dict")
+        return result
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._all("load_state_dict", state)
+
+    def shutdown(self) -> None:
+        for rank in self._ranks:
+            ray.kill(rank)

@@ -1,0 +1,50 @@
+"""A real job that asks for two cores trains on two Ray actor processes with FSDP2 among them,
+and its step is the one-process step: the same samples, the same update."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from jigsaw_engine.rl import metrics as names
+from jigsaw_engine.runtime.ray.trainer_group import TrainerGroup
+from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
+from jigsaw_engine.sched.registry import graph_config_for
+from jigsaw_engine.spec.pipeline import parse_pipeline_spec
+from tests.train.test_real_runtime import tiny_spec
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def rank_processes() -> int:
+    found = subprocess.run(["pgrep", "-f", "ray::TrainerRankActor"], capture_output=True, text=True).stdout.split()
+    return len(found)
+
+
+def test_a_job_asking_two_devices_trains_across_two_processes_as_one_would(ray_cluster, tmp_path: Path) -> None:
+    spec = parse_pipeline_spec(tiny_spec("math", num_gpus=2, steps=2))
+    parts = graph_config_for("jigsaw").train_minibatches
+    before = rank_processes()
+    one = build_real_pipeline(spec, train_parts=parts, options=RealJobOptions(cache_dir=tmp_path))
+    group = build_real_pipeline(
+        spec, train_parts=parts, options=RealJobOptions(cache_dir=tmp_path, train_across_devices=True)
+    )
+    trainer = group.job.trainer
+    try:
+        assert isinstance(trainer, TrainerGroup) and trainer.world == 2
+        assert rank_processes() == before + 2
+        expected, got = one.run_step(), group.run_step()
+        # The same policy sampled the same replies; the update was the same update.
+        assert got[names.SCORE_MEAN] == expected[names.SCORE_MEAN]
+        assert got[names.PG_LOSS] == pytest.approx(expected[names.PG_LOSS], rel=1e-4, abs=1e-7)
+        assert got[names.GRAD_NORM] == pytest.approx(expected[names.GRAD_NORM], rel=1e-3)
+        weights = trainer.weights()
+        for name, tensor in one.job.trainer.weights().items():
+            assert torch.allclose(weights[name], tensor, atol=1e-5), name
+        # The next step samples from the group's weights and trains on.
+        assert group.run_step()["training/global_step"] == 2.0
+    finally:
+        trainer.shutdown()  # type: ignore[attr-defined]
