@@ -19,9 +19,13 @@ from tests.train.test_real_runtime import tiny_spec
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def rank_processes() -> int:
+def rank_pids() -> set[int]:
     found = subprocess.run(["pgrep", "-f", "ray::TrainerRankActor"], capture_output=True, text=True).stdout.split()
-    return len(found)
+    return {int(pid) for pid in found}
+
+
+def rank_processes() -> int:
+    return len(rank_pids())
 
 
 def test_a_job_asking_two_devices_trains_across_two_processes_as_one_would(ray_cluster, tmp_path: Path) -> None:
@@ -48,3 +52,26 @@ def test_a_job_asking_two_devices_trains_across_two_processes_as_one_would(ray_c
         assert group.run_step()["training/global_step"] == 2.0
     finally:
         trainer.shutdown()  # type: ignore[attr-defined]
+
+
+def test_a_rank_that_dies_is_reported_at_once_as_a_lost_worker(ray_cluster) -> None:
+    """The other rank would wait in the collective for minutes; the job hears of the death
+    within seconds, as a lost worker (it resumes from its checkpoint)."""
+    import os
+    import signal
+    import time
+
+    from jigsaw_engine.errors import WorkerLostError
+    from jigsaw_engine.train.policy_trainer import ActorConfig
+
+    before = rank_pids()
+    group = TrainerGroup(torch.nn.Linear(4, 4), ActorConfig(), world=2)
+    try:
+        assert set(group.weights()) == {"weight", "bias"}
+        os.kill(max(rank_pids() - before), signal.SIGKILL)
+        started = time.monotonic()
+        with pytest.raises(WorkerLostError, match="trainer rank"):
+            group.weights()
+        assert time.monotonic() - started < 30
+    finally:
+        group.shutdown()

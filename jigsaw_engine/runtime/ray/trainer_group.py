@@ -101,7 +101,13 @@ class TrainerGroup:
         return len(self._ranks)
 
     def _gather(self, refs: list[Any]) -> list[Any]:
+        """Every rank's answer; a rank's death is raised as soon as it is known (the others
+        would wait in the collective until ``COLLECTIVE_TIMEOUT_S``)."""
         try:
+            pending = list(refs)
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                ray.get(ready[0])
             return list(ray.get(refs))
         except RayActorError as exc:
             raise WorkerLostError(f"a trainer rank's process died ({type(exc).__name__})") from exc
