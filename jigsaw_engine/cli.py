@@ -172,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     r.add_argument("--rollout-engine", choices=("torch", "vllm"), default="torch", help="the workers' rollout engine")
     r.add_argument(
+        "--train-across-devices",
+        action="store_true",
+        help="on Ray, a pipeline asking several cores trains on a process per core with FSDP2 (gloo) instead of "
+        "torch threads in one process; slower for tiny models here, the default on GPU clusters",
+    )
+    r.add_argument(
         "--cache-dir",
         type=Path,
         default=Path(tempfile.gettempdir()) / "jigsaw-tiny-policies",

@@ -147,6 +147,7 @@ def run_command(args: argparse.Namespace) -> int:
                     # every core. vLLM engines each reserve a KV cache: only what was asked.
                     rollout_workers=workload.cluster.num_devices if args.rollout_engine == "torch" else 1,
                     worker_actors=args.executor == "ray-split",
+                    train_across_devices=args.train_across_devices,
                 ),
             ),
             steps=args.steps,

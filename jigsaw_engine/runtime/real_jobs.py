@@ -90,7 +90,9 @@ class RealJobOptions:
     train_across_devices: bool = False
     """A job that asks for several devices trains on as many Ray actor processes, one per
     device, with FSDP2 among them (:mod:`jigsaw_engine.runtime.ray.trainer_group`) instead of
-    torch threads in its own process. Needs Ray started."""
+    torch threads in its own process. Needs Ray started. The Ray executors turn it on for GPU
+    clusters; on a CPU's cores a tiny model trains faster on threads (measured: six 2-core
+    arithmetic steps 10.1 s across two processes against 5.5 s on two threads)."""
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:

@@ -130,8 +130,12 @@ class ActorServiceExecutor:
                     # Waits for Ray (milliseconds; a too-small Ray cluster fails the job, saying why).
                     self.placement = DevicePlacement(self._cluster)
                 spec = self._specs[pipeline_id]
+                gpus = self._cluster is not None and self._cluster.device_type != "cpu"
                 options = replace(
-                    self._options, placement=self.placement, home_device=device, train_across_devices=True
+                    self._options,
+                    placement=self.placement,
+                    home_device=device,
+                    train_across_devices=self._options.train_across_devices or gpus,  # FSDP2 on GPUs
                 )
                 if self._checkpoint_root is not None:
                     options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
