@@ -4,14 +4,13 @@ the fix. The session's Ray cluster has 2 CPUs (tests/ray_fixture.py)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import ray
 
 from jigsaw_engine.errors import SpecError
 from jigsaw_engine.runtime.ray.placement import ACTOR_SHARE, DevicePlacement
 from jigsaw_engine.spec.cluster import ClusterSpec
+from tests.ray.conftest import all_cpus_free, eventually, free_cpus
 
 pytestmark = pytest.mark.ray
 
@@ -22,10 +21,6 @@ class Resident:
         return ray.get_runtime_context().get_node_id()
 
 
-def free_cpus() -> float:
-    return float(ray.available_resources().get("CPU", 0.0))
-
-
 def bundle_free(placement: DevicePlacement, node: int, index: int) -> float:
     """What is left of one device's bundle (Ray names it ``CPU_group_<index>_<group id>``; it
     keeps four decimals)."""
@@ -33,36 +28,29 @@ def bundle_free(placement: DevicePlacement, node: int, index: int) -> float:
     return float(ray.available_resources().get(key, 0.0))
 
 
-def wait_for(condition, timeout_s: float = 10.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_the_devices_are_held_for_the_engine_and_its_actors_share_them(ray_cluster) -> None:
-    before = free_cpus()
+    before = all_cpus_free()
     placement = DevicePlacement(ClusterSpec(1, 2, "cpu"))
     try:
         # Both cores are the engine's now: nothing else on this Ray cluster can book them.
-        wait_for(lambda: free_cpus() == before - 2)
+        eventually(lambda: free_cpus() == before - 2)
         # Two pipelines' processes on device 0 (co-located), one on device 1.
         residents = [Resident.options(**placement.actor_options(d)).remote() for d in (0, 0, 1)]
         nodes = ray.get([r.node.remote() for r in residents])
         assert len(set(nodes)) == 1
-        wait_for(lambda: bundle_free(placement, 0, 0) == pytest.approx(1 - 2 * ACTOR_SHARE, abs=1e-3))
-        assert bundle_free(placement, 0, 1) == pytest.approx(1 - ACTOR_SHARE, abs=1e-3)
+        eventually(lambda: bundle_free(placement, 0, 0) == pytest.approx(1 - 2 * ACTOR_SHARE, abs=1e-3))
+        eventually(lambda: bundle_free(placement, 0, 1) == pytest.approx(1 - ACTOR_SHARE, abs=1e-3))
         # A device id past the cluster wraps round, as the executors map devices to cores.
         assert placement.actor_options(2)["scheduling_strategy"].placement_group_bundle_index == 0
         for resident in residents:
             ray.kill(resident)
     finally:
         placement.remove()
-    wait_for(lambda: free_cpus() == before)
+    eventually(lambda: free_cpus() == before)
 
 
 def test_a_ray_cluster_too_small_for_the_plan_is_refused_with_the_fix(ray_cluster) -> None:
-    before = free_cpus()
+    before = all_cpus_free()
     with pytest.raises(SpecError) as caught:
         DevicePlacement(ClusterSpec(1, 3, "cpu"), timeout_s=1.0)
     (error,) = caught.value.errors
@@ -71,4 +59,4 @@ def test_a_ray_cluster_too_small_for_the_plan_is_refused_with_the_fix(ray_cluste
     assert "Ray has 2 CPU" in error.message
     assert "--num-cpus" in error.message and "ENGINE_DEVICES_PER_NODE" in error.message
     # Nothing half-reserved is left behind.
-    wait_for(lambda: free_cpus() == before)
+    eventually(lambda: free_cpus() == before)

@@ -15,6 +15,7 @@ import pytest
 
 from jigsaw_engine.api import EngineConfig, start_local_engine
 from jigsaw_engine.contracts import EngineHost, EventKind
+from tests.ray.conftest import all_cpus_free, eventually, free_cpus
 from tests.train.test_real_runtime import tiny_spec
 from tests.train.test_real_service import wait_until_ended
 
@@ -63,15 +64,9 @@ def steps_reported(engine: EngineHost, pipeline_id: str) -> list[int]:
     return [e.data["step"] for e in events if e.pipeline_id == pipeline_id and e.kind is EventKind.METRICS]
 
 
-def free_cpus() -> float:
-    import ray
-
-    return float(ray.available_resources().get("CPU", 0.0))
-
-
 def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_cluster, tmp_path: Path) -> None:
     before, rollouts_before, envs_before = pipeline_processes(), rollout_processes(), environment_processes()
-    cpus_before = free_cpus()
+    cpus_before = all_cpus_free()
     engine = real_engine(tmp_path)
     try:
         engine.submit("math", tiny_spec("math", steps=2))
@@ -87,7 +82,7 @@ def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_
         # An environment each (its tools and graders), started with the job's workers.
         envs = wait_for(lambda: new if len(new := environment_processes() - envs_before) == 2 else None)
         # While jobs run, the engine's two cores are reserved from Ray ...
-        assert free_cpus() == cpus_before - 2
+        eventually(lambda: free_cpus() == cpus_before - 2, what="the engine's two cores reserved")
         events = wait_until_ended(engine, {"math", "refine"})
         wait_for(lambda: not (pipeline_processes() & during), 30, "the jobs' processes to exit")
         wait_for(lambda: not (environment_processes() & envs), 30, "the environments' processes to exit")
@@ -142,7 +137,7 @@ def test_a_job_the_ray_cluster_has_no_room_for_fails_saying_why(
     from jigsaw_engine.runtime.ray import placement
 
     monkeypatch.setattr(placement, "READY_TIMEOUT_S", 1.0)
-    cpus_before = free_cpus()
+    cpus_before = all_cpus_free()
     config = EngineConfig.from_mapping(
         {"num_nodes": 1, "devices_per_node": 3, "device_type": "cpu"},
         mode="real",
@@ -159,4 +154,4 @@ def test_a_job_the_ray_cluster_has_no_room_for_fails_saying_why(
     assert failed, "the job must fail, not wait for cores Ray does not have"
     assert "cluster.devices_per_node" in failed[-1]["reason"]
     assert "ENGINE_DEVICES_PER_NODE" in failed[-1]["reason"]
-    assert free_cpus() == cpus_before
+    wait_for(lambda: free_cpus() == cpus_before, 30, "nothing left reserved")
