@@ -149,22 +149,27 @@ class PolicyTrainer:
 
     # -- forwards without gradients ------------------------------------------------------------
     def old_log_probs(self, batch: TokenBatch) -> torch.Tensor:
-        return batch_log_probs(
-            self.model,
-            batch,
-            micro_batch_size=self.config.micro_batch_size,
-            micro_batch_tokens=self.config.micro_batch_tokens,
-        )
+        return self._log_probs(self.model, batch)
 
     def ref_log_probs(self, batch: TokenBatch) -> torch.Tensor | None:
         if self.reference is None:
             return None
-        return batch_log_probs(
-            self.reference,
+        return self._log_probs(self.reference, batch)
+
+    def _log_probs(self, model: PreTrainedModel, batch: TokenBatch) -> torch.Tensor:
+        """Across a worker group each rank computes its share of the micro-batches and the rows
+        are summed over ranks (each row is computed by exactly one, zeros elsewhere)."""
+        share = (self.mesh.get_local_rank(), self.mesh.size()) if self.mesh is not None else None
+        out = batch_log_probs(
+            model,
             batch,
             micro_batch_size=self.config.micro_batch_size,
             micro_batch_tokens=self.config.micro_batch_tokens,
+            share=share,
         )
+        if self.mesh is not None:
+            torch.distributed.all_reduce(out, group=self.mesh.get_group())
+        return out
 
     # -- the update ----------------------------------------------------------------------------
     def update(

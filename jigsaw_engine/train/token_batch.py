@@ -132,14 +132,28 @@ def batch_log_probs(
     micro_batch_size: int,
     micro_batch_tokens: int | None = None,
     temperature: float = 1.0,
+    share: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """:func:`forward_log_probs` in :func:`micro_batches`, without gradients (old and
-    reference log-probs). Past a row's end the values mean nothing: masks leave them out."""
+    reference log-probs). Past a row's end the values mean nothing: masks leave them out.
+
+    ``share`` = (rank, ranks): only micro-batches ``rank, rank + ranks, ...`` are computed (the
+    other rows stay 0), topped up with discarded forwards so that every rank of a sharded
+    model runs as many forwards as the others."""
     was_training = model.training
     model.eval()
     out = torch.zeros(batch.response_mask.shape, dtype=torch.float32)
-    for index in micro_batches(batch, max_rows=micro_batch_size, max_tokens=micro_batch_tokens):
-        logp, _ = forward_log_probs(model, batch.rows(index).trimmed(), temperature=temperature)
-        out[index, : logp.shape[1]] = logp
+    parts = micro_batches(batch, max_rows=micro_batch_size, max_tokens=micro_batch_tokens)
+    mine: list[torch.Tensor | None] = list(parts)
+    if share is not None:
+        rank, ranks = share
+        mine = list(parts[rank::ranks])
+        mine += [None] * (-(-len(parts) // ranks) - len(mine))
+    for index in mine:
+        logp, _ = forward_log_probs(
+            model, batch.rows(parts[0] if index is None else index).trimmed(), temperature=temperature
+        )
+        if index is not None:
+            out[index, : logp.shape[1]] = logp
     model.train(was_training)
     return out

@@ -43,11 +43,14 @@ def _rank(rank: int, port: int, folder: Path) -> None:
         trainer = PolicyTrainer(inputs["model"], CONFIG, mesh=data_parallel_mesh())
         local = {n: p.to_local().numel() for n, p in trainer.model.named_parameters()}
         batch = inputs["batch"]
+        old = trainer.old_log_probs(batch)  # each rank forwards its share of the micro-batches
         metrics = trainer.update(batch, inputs["advantages"], inputs["old"], trainer.ref_log_probs(batch))
         grads = {n: full(p.grad) for n, p in trainer.model.named_parameters() if p.grad is not None}
         weights = trainer.weights()
         if rank == 0:
-            torch.save({"metrics": metrics, "grads": grads, "weights": weights, "local": local}, folder / "out.pt")
+            torch.save(
+                {"metrics": metrics, "grads": grads, "weights": weights, "local": local, "old": old}, folder / "out.pt"
+            )
     finally:
         torch.distributed.destroy_process_group()
 
@@ -66,6 +69,9 @@ def test_a_sharded_update_across_two_processes_equals_the_one_process_update(ari
     metrics = one.update(batch, advantages, old, one.ref_log_probs(batch))
     grads = {n: p.grad for n, p in one.model.named_parameters() if p.grad is not None}
 
+    # The log-probs forwarded in shares are the one-process log-probs.
+    mask = batch.response_mask.bool()
+    assert torch.allclose(sharded["old"][mask], old[mask], atol=1e-5)
     # Each process held about half of the parameters, not a copy of all of them.
     total = sum(p.numel() for p in base.parameters())
     assert sum(sharded["local"].values()) <= total // WORLD + 64 * len(sharded["local"])
