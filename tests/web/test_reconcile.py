@@ -73,6 +73,24 @@ def test_after_an_engine_restart_running_jobs_recover_from_their_checkpoint(make
     assert str(job.pk) in engine_gateway.pipeline_states()
 
 
+def test_a_job_the_engine_lost_while_starting_it_is_sent_again(make_actor, slow_engine) -> None:
+    """The engine was killed after it placed the job (``starting``) and before it ran a step.
+    The job must not stay ``starting`` forever: it recovers and the engine gets it again."""
+    job = admitted_job(make_actor("acme"))
+    dispatch_job(str(job.pk))
+    services.engine_events_pump()
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.STARTING)
+
+    engine_gateway.reset_engine_host()
+    age(job, reconcile.DISPATCH_GRACE_S + 1)
+    assert reconcile.reconcile().redispatched == [str(job.pk)]
+    job.refresh_from_db()
+    assert job.status == JobStatus.RECOVERING and job.attempt == 2
+    assert dispatch_job(str(job.pk)) == "dispatched"
+    assert str(job.pk) in engine_gateway.pipeline_states()
+    assert reconcile.reconcile().redispatched == []
+
+
 def test_lost_cancel_and_pause_requests_are_settled_or_resent(make_actor, slow_engine) -> None:
     actor = make_actor("acme")
     never_ran = admitted_job(actor)

@@ -29,7 +29,10 @@ TERMINAL_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.
 # Allowed transitions; terminal states have none (they are absorbing).
 TRANSITIONS: dict[str, frozenset[str]] = {
     JobStatus.QUEUED: frozenset({"starting", "running", "pausing", "paused", "cancelling", "cancelled", "failed"}),
-    JobStatus.STARTING: frozenset({"queued", "running", "pausing", "cancelling", "cancelled", "failed", "succeeded"}),
+    # "recovering": the engine lost it while placing it (restarted mid-start); it is sent again.
+    JobStatus.STARTING: frozenset(
+        {"queued", "running", "recovering", "pausing", "cancelling", "cancelled", "failed", "succeeded"}
+    ),
     JobStatus.RUNNING: frozenset({"recovering", "pausing", "cancelling", "cancelled", "failed", "succeeded"}),
     JobStatus.RECOVERING: frozenset({"running", "pausing", "cancelling", "cancelled", "failed"}),
     JobStatus.PAUSING: frozenset({"paused", "cancelling", "cancelled", "failed", "succeeded"}),
