@@ -20,7 +20,7 @@ from typing import Any
 import ray
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
-from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed
+from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed, trains_across_devices
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
 from jigsaw_engine.sim.lengths import SequencePlan
@@ -119,12 +119,6 @@ class PipelineActor:
         }
 
 
-def _gpus(cluster: ClusterSpec | None) -> bool:
-    """Several GPUs train a job as an FSDP2 group by default; a CPU's cores only when asked (a
-    tiny model trains faster on threads of one process than across processes)."""
-    return cluster is not None and cluster.device_type != "cpu"
-
-
 def wait_for_refs(handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
     """Every finished handle, waiting up to ``timeout_s`` for the first (the executors' ``wait``)."""
     refs = list(handles)
@@ -162,7 +156,7 @@ class RayExecutor:
                 options,
                 placement=self.placement,
                 home_device=i,
-                train_across_devices=options.train_across_devices or _gpus(cluster),
+                train_across_devices=options.train_across_devices or trains_across_devices(cluster),
             )
             self.actors[pid] = PipelineActor.options(**placed(self.placement, i)).remote(  # type: ignore[attr-defined]
                 dict(spec), train_parts, torch_threads, placed_options

@@ -87,6 +87,12 @@ class DevicePlacement:
             remove_placement_group(group)
 
 
+def trains_across_devices(cluster: ClusterSpec | None) -> bool:
+    """Whether a job asking several devices trains as an FSDP2 group by default: on GPUs yes;
+    on a CPU's cores only when asked (a tiny model trains faster on threads of one process)."""
+    return cluster is not None and cluster.device_type != "cpu"
+
+
 def placed(placement: DevicePlacement | None, device: int) -> dict[str, Any]:
     return placement.actor_options(device) if placement is not None else unplaced()
 

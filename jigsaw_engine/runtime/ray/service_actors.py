@@ -29,7 +29,7 @@ from ray.exceptions import RayActorError
 from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
 from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor, wait_for_refs
-from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed
+from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed, trains_across_devices
 from jigsaw_engine.runtime.real_jobs import RealJobOptions
 from jigsaw_engine.runtime.real_pipeline import NodeReport
 from jigsaw_engine.runtime.service_executor import StepReport
@@ -130,12 +130,11 @@ class ActorServiceExecutor:
                     # Waits for Ray (milliseconds; a too-small Ray cluster fails the job, saying why).
                     self.placement = DevicePlacement(self._cluster)
                 spec = self._specs[pipeline_id]
-                gpus = self._cluster is not None and self._cluster.device_type != "cpu"
                 options = replace(
                     self._options,
                     placement=self.placement,
                     home_device=device,
-                    train_across_devices=self._options.train_across_devices or gpus,  # FSDP2 on GPUs
+                    train_across_devices=self._options.train_across_devices or trains_across_devices(self._cluster),
                 )
                 if self._checkpoint_root is not None:
                     options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
