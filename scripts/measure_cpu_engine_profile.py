@@ -17,8 +17,8 @@ with one torch thread (a device of a CPU cluster is a core, see ``examples/real-
   iteration (prompts of 32-96 tokens, 8-128 at once), against ``peak_flops_bf16``;
 - mfu_forward, mfu_train: the time of :func:`batch_log_probs` and of a :class:`PolicyTrainer`
   update (four optimizer steps and micro-batches as real tiny jobs cut them, AdamW, clipping) on batches of 64-256
-  sequences of 40-200 tokens, as the cost model charges them (``FRAMEWORK_FACTOR`` x 2 or 6
-  FLOPs per parameter per token);
+  sequences of 12-200 tokens, as the cost model charges them (``FRAMEWORK_FACTOR`` x 2 or 6
+  FLOPs per parameter per token, plus attention's, :func:`attention_flops`, once or three times);
 - reward_s_per_sequence: a real grader (exact-match math answers) and the assembly of the
   training batch (:func:`collate`), per sequence: what a step's reward sub-stage does here.
 
@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from jigsaw_engine.cost.cost_model import FRAMEWORK_FACTOR, RooflineCostModel
+from jigsaw_engine.cost.cost_model import FRAMEWORK_FACTOR, RooflineCostModel, attention_flops
 from jigsaw_engine.cost.device import DeviceProfile
 from jigsaw_engine.envs.graders import grade_numeric
 from jigsaw_engine.models.loading import build_tiny_model
@@ -61,7 +61,7 @@ PRESETS = ("tiny-qwen2-1m", "tiny-qwen2-6m")
 DECODE_BATCHES = (1, 8, 32, 64, 128, 256)
 DECODE_TOKENS = 16  # iterations per batch after the prefill one
 PREFILL_CASES = ((8, 32), (32, 64), (128, 32), (64, 96))  # (sequences, prompt tokens)
-TRAIN_CASES = ((256, 12), (64, 40), (256, 40), (128, 120), (64, 200))  # (sequences, tokens each)
+TRAIN_CASES = ((256, 12), (64, 40), (256, 40), (128, 120), (64, 200), (32, 180))  # (sequences, tokens each)
 
 
 def fit_decode(profile: dict[str, Any], points: list[tuple[str, int, float]]) -> tuple[float, float, float, float]:
@@ -130,7 +130,8 @@ class Subject:
         self.name = preset
         self.tokenizer = build_tokenizer(vocab, vocab_size=512)
         self.model = build_tiny_model(tiny_preset(preset), self.tokenizer, seed=0)
-        self.params = MODEL_CATALOGUE[preset].num_params  # the simulator's count
+        self.spec = MODEL_CATALOGUE[preset]  # the simulator's counts
+        self.params = self.spec.num_params
         self.vocab = len(self.tokenizer)
         self.rng = random.Random(0)
 
@@ -158,32 +159,38 @@ class Subject:
         engine.step()
         return time.perf_counter() - t0
 
-    def batch(self, sequences: int, tokens: int) -> tuple[TokenBatch, int]:
+    def batch(self, sequences: int, tokens: int) -> tuple[TokenBatch, int, int]:
+        """A batch of about ``tokens`` per sequence; its tokens, and its lengths squared summed."""
         # Lengths spread +-25% as real replies are, so micro-batches pad as they do in a run.
         samples = []
         for _ in range(sequences):
             n = max(4, round(tokens * self.rng.uniform(0.75, 1.25)))
             written = tuple(i >= n // 2 for i in range(n))
             samples.append(Sample(self.ids(n), written))
-        return collate(samples, pad_token_id=self.tokenizer.pad_token_id), sum(len(s.token_ids) for s in samples)
+        lengths = [len(s.token_ids) for s in samples]
+        batch = collate(samples, pad_token_id=self.tokenizer.pad_token_id)
+        return batch, sum(lengths), sum(n * n for n in lengths)
 
-    def forward(self, sequences: int, tokens: int) -> tuple[float, int]:
-        """Median seconds of the log-prob forward over fresh batches; tokens in the last one."""
-        total = 0
+    def forward(self, sequences: int, tokens: int) -> tuple[float, float]:
+        """Median seconds of the log-prob forward over fresh batches; the FLOPs the cost model
+        charges the last one."""
+        flops = 0.0
 
         def once() -> float:
-            nonlocal total
-            batch, total = self.batch(sequences, tokens)
+            nonlocal flops
+            batch, total, square = self.batch(sequences, tokens)
+            flops = 2.0 * self.params * total + attention_flops(self.spec, square)
             t0 = time.perf_counter()
             batch_log_probs(
                 self.model, batch, micro_batch_size=TINY_MICRO_BATCH_ROWS, micro_batch_tokens=TINY_MICRO_BATCH_TOKENS
             )
             return time.perf_counter() - t0
 
-        return median_of(once), total
+        return median_of(once), flops
 
-    def train(self, sequences: int, tokens: int) -> tuple[float, int]:
-        """Median seconds of a trainer update over fresh batches; tokens in the last one."""
+    def train(self, sequences: int, tokens: int) -> tuple[float, float]:
+        """Median seconds of a trainer update over fresh batches; the FLOPs the cost model
+        charges the last one."""
         config = ActorConfig(
             lr=1e-4,
             micro_batch_size=TINY_MICRO_BATCH_ROWS,
@@ -191,18 +198,19 @@ class Subject:
             ppo_mini_batch_size=-(-sequences // OPTIMIZER_STEPS_PER_UPDATE),
         )
         trainer = PolicyTrainer(self.model, config)
-        total = 0
+        flops = 0.0
 
         def once() -> float:
-            nonlocal total
-            batch, total = self.batch(sequences, tokens)
+            nonlocal flops
+            batch, total, square = self.batch(sequences, tokens)
+            flops = 6.0 * self.params * total + 3.0 * attention_flops(self.spec, square)
             old = trainer.old_log_probs(batch)
             advantages = torch.randn(batch.response_mask.shape)
             t0 = time.perf_counter()
             trainer.update(batch, advantages, old)
             return time.perf_counter() - t0
 
-        return median_of(once), total
+        return median_of(once), flops
 
 
 def reward_s_per_sequence(subject: Subject) -> float:
@@ -255,10 +263,10 @@ def main() -> None:
     forward_points, train_points = [], []
     for s in subjects:
         for n, tokens in TRAIN_CASES:
-            t, total = s.forward(n, tokens)
-            forward_points.append((FRAMEWORK_FACTOR * 2.0 * s.params * total, t))
-            t_train, total = s.train(n, tokens)
-            train_points.append((FRAMEWORK_FACTOR * 6.0 * s.params * total, t_train))
+            t, flops = s.forward(n, tokens)
+            forward_points.append((FRAMEWORK_FACTOR * flops, t))
+            t_train, flops = s.train(n, tokens)
+            train_points.append((FRAMEWORK_FACTOR * flops, t_train))
             print(f"forward  {s.name:14s} {n:4d} x ~{tokens:3d} tokens: {t:6.3f} s   train {t_train:6.3f} s")
     mfu_forward, mfu_train = efficiency(forward_points), efficiency(train_points)
     reward_s = reward_s_per_sequence(subjects[0])

@@ -51,9 +51,10 @@ How each key is obtained (the formulas are ``jigsaw_engine/cost/cost_model.py``'
 - eta_prefill: a forward over 4 prompts of 512 tokens (logits of the last token only), counted as
   ``2 * params * tokens`` FLOPs like ``prefill_s``;
 - mfu_forward: a log-prob forward (full logits, log-softmax, gather) at the largest token count
-  measured (2048 or 8192 tokens in sequences of up to 4096), ``2 * params * tokens`` FLOPs;
-- mfu_train: forward and backward of the same (cross-entropy, no optimizer step), ``6 * params *
-  tokens`` FLOPs (the cost model adds the Adam step and its framework factor on top);
+  measured (2048 or 8192 tokens in sequences of up to 4096), ``2 * params * tokens`` FLOPs plus
+  attention's ``4 * layers * hidden * seq_len**2`` per sequence, as the cost model counts them;
+- mfu_train: forward and backward of the same (cross-entropy, no optimizer step), three times
+  those FLOPs (the cost model adds the Adam step and its framework factor on top);
 - pcie_bytes_per_s: pinned host-to-device copy of 512 MiB;
 - carried over from the base profile (``--base``, default the existing profile of that name), else a
   documented default, because one GPU cannot show them: nvlink_bytes_per_s, inter_node_bytes_per_s, and
@@ -843,8 +844,11 @@ def measure_model_phase(
             loss.backward()
             model.zero_grad(set_to_none=True)
 
-        run("logprob_forward", tokens, ids.shape[0], logprob, 2.0 * n_params * tokens)
-        run("train_forward_backward", tokens, ids.shape[0], train, 6.0 * n_params * tokens)
+        # Attention as the cost model counts it (cost_model.attention_flops): 4 x layers x hidden
+        # per pair of tokens in a sequence, three times that for training.
+        attention = 4.0 * arch.layers * arch.hidden * ids.shape[0] * seq_len**2
+        run("logprob_forward", tokens, ids.shape[0], logprob, 2.0 * n_params * tokens + attention)
+        run("train_forward_backward", tokens, ids.shape[0], train, 6.0 * n_params * tokens + 3.0 * attention)
         free_cache(device)
     return records
 

@@ -23,6 +23,15 @@ times of a GEMM. Vidur's profiles show the two do not overlap fully where they a
 p = 2 (quadrature) keeps both ends exact and roughly halves the error in between."""
 
 
+def attention_flops(model: ModelSpec, square_tokens: float) -> float:
+    """Forward FLOPs of attention's two token-by-token matmuls (scores, then weighted values)
+    over sequences whose lengths squared sum to ``square_tokens``: 2 x 2 x layers x hidden per
+    pair of tokens (the query width taken as the hidden size). The whole score matrix is
+    counted, as PaLM's MFU accounting (its appendix B) and verl's FLOPs counter do, so the
+    fitted efficiencies mean the same thing; a training step costs three times this."""
+    return 4.0 * model.num_layers * model.hidden_size * square_tokens
+
+
 def smooth_max(a: float, b: float) -> float:
     """``(a**p + b**p)**(1/p)`` with p = :data:`ROOFLINE_SMOOTHING_P`: the larger of a
     memory-bound and a compute-bound time, plus the partial overlap measured between them."""
@@ -77,14 +86,18 @@ class RooflineCostModel:
         d = self.device
         return 2.0 * model.num_params * tokens / (tp * d.eta_prefill * d.peak_flops_bf16)
 
-    def logprob_forward_s(self, model: ModelSpec, *, tokens: float, num_gpus: int) -> float:
+    def logprob_forward_s(self, model: ModelSpec, *, tokens: float, num_gpus: int, square_tokens: float = 0.0) -> float:
+        """A log-prob forward over ``tokens``; ``square_tokens`` (the sum of each sequence's
+        length squared) adds attention, which outgrows 2N per token on long sequences."""
         d = self.device
-        flops = 2.0 * model.num_params * tokens
+        flops = 2.0 * model.num_params * tokens + attention_flops(model, square_tokens)
         return FRAMEWORK_FACTOR * flops / (num_gpus * d.mfu_forward * d.peak_flops_bf16)
 
-    def train_s(self, model: ModelSpec, *, tokens: float, num_gpus: int, epochs: int = 1) -> float:
+    def train_s(
+        self, model: ModelSpec, *, tokens: float, num_gpus: int, epochs: int = 1, square_tokens: float = 0.0
+    ) -> float:
         d = self.device
-        flops = 6.0 * model.num_params * tokens * epochs
+        flops = (6.0 * model.num_params * tokens + 3.0 * attention_flops(model, square_tokens)) * epochs
         adam_s = 16.0 * model.num_params / (num_gpus * d.hbm_bytes_per_s)
         return FRAMEWORK_FACTOR * flops / (num_gpus * d.mfu_train * d.peak_flops_bf16) + adam_s
 

@@ -157,6 +157,7 @@ def pipeline_work(cost: RooflineCostModel, spec: PipelineSpec, plans: Sequence[S
     if not plans:
         return PipelineWork(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0)
     trained_tokens = sum(p.total_tokens for p in plans)
+    square_tokens = sum(p.total_tokens**2 for p in plans)
     prefill_tokens = sum(p.prompt_tokens + p.tool_output_tokens * len(p.tool_waits_s) for p in plans)
     decode_tokens = sum(sum(p.turn_tokens) for p in plans)
     context_token_sum = sum(_context_token_sum(p) for p in plans)
@@ -190,20 +191,26 @@ def pipeline_work(cost: RooflineCostModel, spec: PipelineSpec, plans: Sequence[S
         decode_gpu_s = iterations * per_iteration_s * tp
 
     # Forwards and updates are linear in 1/num_gpus, so GPU-seconds are their time on one GPU.
-    forward_gpu_s = cost.logprob_forward_s(model, tokens=trained_tokens, num_gpus=1)
+    forward_gpu_s = cost.logprob_forward_s(model, tokens=trained_tokens, num_gpus=1, square_tokens=square_tokens)
     uses_reference = spec.algorithm in (Algorithm.GRPO, Algorithm.PPO)
-    train_gpu_s = cost.train_s(model, tokens=trained_tokens, num_gpus=1, epochs=spec.ppo_epochs)
-    update_path_s = cost.train_s(model, tokens=trained_tokens, num_gpus=gpus, epochs=spec.ppo_epochs)
+    train_gpu_s = cost.train_s(
+        model, tokens=trained_tokens, num_gpus=1, epochs=spec.ppo_epochs, square_tokens=square_tokens
+    )
+    update_path_s = cost.train_s(
+        model, tokens=trained_tokens, num_gpus=gpus, epochs=spec.ppo_epochs, square_tokens=square_tokens
+    )
     if spec.algorithm is Algorithm.PPO:
         # The critic (actor-sized, as in simulate_step): a values forward and its own update.
-        critic_train_gpu_s = cost.train_s(model, tokens=trained_tokens, num_gpus=1, epochs=spec.ppo_epochs)
+        critic_train_gpu_s = train_gpu_s
         train_gpu_s += forward_gpu_s + critic_train_gpu_s
         update_path_s += critic_train_gpu_s / gpus
 
     # The slowest sequence's log-prob forwards (old, ref, values: independent) can start as soon
     # as it finishes; the others' overlap its decode, so only its own tokens are on the path.
     rollout_path_s = max(
-        _alone_s(cost, spec, p) + cost.logprob_forward_s(model, tokens=p.total_tokens, num_gpus=gpus) for p in plans
+        _alone_s(cost, spec, p)
+        + cost.logprob_forward_s(model, tokens=p.total_tokens, num_gpus=gpus, square_tokens=p.total_tokens**2)
+        for p in plans
     )
     return PipelineWork(
         prefill_gpu_s=cost.prefill_s(model, tokens=prefill_tokens, tp=tp) * tp,

@@ -146,11 +146,15 @@ def build_step_graph(
     edges += migration_edges
 
     tokens = sum(p.total_tokens for p in plans)
+    square = sum(p.total_tokens**2 for p in plans)  # attention grows with each sequence's length squared
     train_mem = TRAIN_STATE_BYTES_PER_PARAM * model.num_params / gpus
-    forward_s = cost.logprob_forward_s(model, tokens=tokens, num_gpus=gpus) + cost.device.stage_overhead_s
-    update_s = cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs) + cost.device.stage_overhead_s
+    forward_s = (
+        cost.logprob_forward_s(model, tokens=tokens, num_gpus=gpus, square_tokens=square) + cost.device.stage_overhead_s
+    )
+    actor_update_s = cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs, square_tokens=square)
+    update_s = actor_update_s + cost.device.stage_overhead_s
     if spec.algorithm is Algorithm.PPO:
-        update_s += forward_s + cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs)
+        update_s += forward_s + actor_update_s  # the critic: a values forward and its own update
 
     def stage(
         kind: SubStageKind, duration_s: float, devices: int, resource: ResourceClass, bucket: str | None = None

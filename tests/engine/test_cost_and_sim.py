@@ -29,6 +29,19 @@ def test_h100_is_faster_than_a100_everywhere() -> None:
     assert h.train_s(m, tokens=1e6, num_gpus=8) < a.train_s(m, tokens=1e6, num_gpus=8)
 
 
+def test_long_sequences_pay_attention_on_top_of_the_parameters() -> None:
+    # Qwen2.5-7B: 28 layers x 3584 hidden. One 8192-token sequence, forward: 2 N T = 2 x 7.62e9 x
+    # 8192 = 1.248e14 FLOPs from the parameters, 4 x 28 x 3584 x 8192^2 = 2.694e13 from
+    # attention: +21.6%. Training counts both three times, so it grows by the same fraction.
+    # 8192 sequences of one token have the same tokens and almost no attention.
+    m, cost = MODEL_CATALOGUE["qwen2.5-7b"], make_cost("h100")
+    long_seq, short_seqs = 8192.0**2, 8192.0
+    for charge in (cost.logprob_forward_s, cost.train_s):
+        short = charge(m, tokens=8192, num_gpus=1, square_tokens=short_seqs)
+        long = charge(m, tokens=8192, num_gpus=1, square_tokens=long_seq)
+        assert long / short == pytest.approx(1.216, rel=0.01)
+
+
 def test_single_sequence_decode_matches_iteration_sum() -> None:
     # One sequence of 100 tokens after a 10-token prompt: the piecewise simulator must equal
     # the plain sum of 100 iterations with context 10, 11, ..., 109.
