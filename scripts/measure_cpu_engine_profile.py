@@ -51,7 +51,12 @@ from jigsaw_engine.models.presets import tiny_preset
 from jigsaw_engine.models.tokenizer_build import build_tokenizer
 from jigsaw_engine.rollout.protocol import RolloutRequest, SamplingParams
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
-from jigsaw_engine.runtime.real_jobs import OPTIMIZER_STEPS_PER_UPDATE, TINY_MICRO_BATCH_ROWS, TINY_MICRO_BATCH_TOKENS
+from jigsaw_engine.runtime.real_jobs import (
+    OPTIMIZER_STEPS_PER_UPDATE,
+    TINY_MICRO_BATCH_OVERHEAD_TOKENS,
+    TINY_MICRO_BATCH_ROWS,
+    TINY_MICRO_BATCH_TOKENS,
+)
 from jigsaw_engine.spec.models import MODEL_CATALOGUE
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer
 from jigsaw_engine.train.token_batch import Sample, TokenBatch, batch_log_probs, collate
@@ -182,7 +187,11 @@ class Subject:
             flops = 2.0 * self.params * total + attention_flops(self.spec, square)
             t0 = time.perf_counter()
             batch_log_probs(
-                self.model, batch, micro_batch_size=TINY_MICRO_BATCH_ROWS, micro_batch_tokens=TINY_MICRO_BATCH_TOKENS
+                self.model,
+                batch,
+                micro_batch_size=TINY_MICRO_BATCH_ROWS,
+                micro_batch_tokens=TINY_MICRO_BATCH_TOKENS,
+                micro_batch_overhead_tokens=TINY_MICRO_BATCH_OVERHEAD_TOKENS,
             )
             return time.perf_counter() - t0
 
@@ -195,6 +204,7 @@ class Subject:
             lr=1e-4,
             micro_batch_size=TINY_MICRO_BATCH_ROWS,
             micro_batch_tokens=TINY_MICRO_BATCH_TOKENS,
+            micro_batch_overhead_tokens=TINY_MICRO_BATCH_OVERHEAD_TOKENS,
             ppo_mini_batch_size=-(-sequences // OPTIMIZER_STEPS_PER_UPDATE),
         )
         trainer = PolicyTrainer(self.model, config)

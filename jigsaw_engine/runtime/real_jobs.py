@@ -47,6 +47,10 @@ TINY_MICRO_BATCH_ROWS, TINY_MICRO_BATCH_TOKENS = 128, 2048
 """Micro-batches of a tiny model's forwards and updates. One core runs them best at 1-2k tokens
 (rows x longest row): a multi-turn step cut 128 rows at a time padded 4k tokens to 9.5k and
 trained 2x slower (measured on tiny-qwen2-1m, one core)."""
+TINY_MICRO_BATCH_OVERHEAD_TOKENS = 32
+"""A tiny model's forward/backward costs about this many tokens before its first (one core:
+2.3 ms + 68 us per token on tiny-qwen2-1m, 8 ms + 320 us on -6m), so a micro-batch is cut
+wherever padding its short rows to its long ones would cost more than that."""
 
 KL_LOSS_COEF = 0.001
 """GRPO and PPO keep a KL-to-reference loss (k3), as verl's GRPO recipe does (``use_kl_loss``,
@@ -160,6 +164,7 @@ def build_real_pipeline(
             lr=TINY_LR,
             micro_batch_size=TINY_MICRO_BATCH_ROWS,
             micro_batch_tokens=TINY_MICRO_BATCH_TOKENS,
+            micro_batch_overhead_tokens=TINY_MICRO_BATCH_OVERHEAD_TOKENS,
             ppo_mini_batch_size=-(-spec.train_batch_size * spec.rollout.n // OPTIMIZER_STEPS_PER_UPDATE),
             ppo_epochs=spec.ppo_epochs,
             kl_coef=KL_LOSS_COEF if spec.algorithm in (Algorithm.GRPO, Algorithm.PPO) else 0.0,
@@ -167,7 +172,10 @@ def build_real_pipeline(
             clip_ratio_high=0.28 if dapo else 0.2,
         ),
         critic=CriticConfig(
-            lr=TINY_CRITIC_LR, micro_batch_size=TINY_MICRO_BATCH_ROWS, micro_batch_tokens=TINY_MICRO_BATCH_TOKENS
+            lr=TINY_CRITIC_LR,
+            micro_batch_size=TINY_MICRO_BATCH_ROWS,
+            micro_batch_tokens=TINY_MICRO_BATCH_TOKENS,
+            micro_batch_overhead_tokens=TINY_MICRO_BATCH_OVERHEAD_TOKENS,
         )
         if spec.algorithm is Algorithm.PPO
         else None,

@@ -28,6 +28,8 @@ class CriticConfig:
     micro_batch_size: int = 16
     micro_batch_tokens: int | None = None
     """Most tokens per forward/backward, padding counted (as the actor's)."""
+    micro_batch_overhead_tokens: int | None = None
+    """A forward/backward's fixed cost in tokens (as the actor's)."""
     gamma: float = 1.0
     lam: float = 0.95
 
@@ -36,6 +38,10 @@ class CriticConfig:
             raise ValueError("critic: lr and value_clip must be > 0 and micro_batch_size >= 1")
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"critic.micro_batch_tokens: must be >= 1 or None, got {self.micro_batch_tokens}")
+        if self.micro_batch_overhead_tokens is not None and self.micro_batch_overhead_tokens < 0:
+            raise ValueError(
+                f"critic.micro_batch_overhead_tokens: must be >= 0 or None, got {self.micro_batch_overhead_tokens}"
+            )
 
 
 class Critic(torch.nn.Module):
@@ -62,13 +68,20 @@ class CriticTrainer:
         self.critic = Critic(policy)
         self.optimizer = torch.optim.AdamW(self.critic.parameters(), lr=config.lr, weight_decay=0.0)
 
+    def _micro_batches(self, batch: TokenBatch) -> list[torch.Tensor]:
+        cfg = self.config
+        return micro_batches(
+            batch,
+            max_rows=cfg.micro_batch_size,
+            max_tokens=cfg.micro_batch_tokens,
+            overhead_tokens=cfg.micro_batch_overhead_tokens,
+        )
+
     @torch.no_grad()
     def values(self, batch: TokenBatch) -> torch.Tensor:
         self.critic.eval()
         out = torch.zeros(batch.response_mask.shape, dtype=torch.float32)
-        for index in micro_batches(
-            batch, max_rows=self.config.micro_batch_size, max_tokens=self.config.micro_batch_tokens
-        ):
+        for index in self._micro_batches(batch):
             values = self.critic(batch.rows(index).trimmed())
             out[index, : values.shape[1]] = values
         return out * batch.response_mask
@@ -81,7 +94,7 @@ class CriticTrainer:
         total = float(batch.response_mask.sum().clamp(min=1.0))
         loss_sum, clip_sum = 0.0, 0.0
         width = batch.response_mask.shape[1]
-        for part in micro_batches(batch, max_rows=cfg.micro_batch_size, max_tokens=cfg.micro_batch_tokens):
+        for part in self._micro_batches(batch):
             micro = batch.rows(part)
             weight = float(micro.response_mask.sum()) / total
             if weight == 0.0:

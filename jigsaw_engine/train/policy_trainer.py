@@ -43,6 +43,9 @@ class ActorConfig:
     micro_batch_tokens: int | None = None
     """Most tokens per forward/backward, counting padding (rows x the longest row), as verl's
     ``ppo_max_token_len_per_gpu``; None: rows alone cut micro-batches (see :func:`micro_batches`)."""
+    micro_batch_overhead_tokens: int | None = None
+    """A forward/backward's fixed cost in tokens' worth of compute: micro-batches are then cut
+    where that is cheaper than the padding saved (see :func:`micro_batches`); None: the fewest."""
     ppo_mini_batch_size: int = 0
     """Samples per optimizer step; 0 = the whole batch (one step per epoch)."""
     ppo_epochs: int = 1
@@ -60,6 +63,10 @@ class ActorConfig:
     def __post_init__(self) -> None:
         if self.micro_batch_tokens is not None and self.micro_batch_tokens < 1:
             raise ValueError(f"actor.micro_batch_tokens: must be >= 1 or None, got {self.micro_batch_tokens}")
+        if self.micro_batch_overhead_tokens is not None and self.micro_batch_overhead_tokens < 0:
+            raise ValueError(
+                f"actor.micro_batch_overhead_tokens: must be >= 0 or None, got {self.micro_batch_overhead_tokens}"
+            )
         for name in ("micro_batch_size", "ppo_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"actor.{name}: must be >= 1, got {getattr(self, name)}")
@@ -165,6 +172,7 @@ class PolicyTrainer:
             batch,
             micro_batch_size=self.config.micro_batch_size,
             micro_batch_tokens=self.config.micro_batch_tokens,
+            micro_batch_overhead_tokens=self.config.micro_batch_overhead_tokens,
             share=share,
         )
         if self.mesh is not None:
@@ -261,7 +269,12 @@ class PolicyTrainer:
         of ``w`` takes micro-batches ``r, r + w, ...``, topped up with weight-0 ones so that
         every rank runs the same number of forwards and backwards (each is a collective)."""
         cfg = self.config
-        parts = micro_batches(batch, max_rows=cfg.micro_batch_size, max_tokens=cfg.micro_batch_tokens)
+        parts = micro_batches(
+            batch,
+            max_rows=cfg.micro_batch_size,
+            max_tokens=cfg.micro_batch_tokens,
+            overhead_tokens=cfg.micro_batch_overhead_tokens,
+        )
         if self.mesh is None:
             return [(part, 1.0) for part in parts]
         # Only micro-batches with a token to learn from: a weight-0 one may have a NaN loss.

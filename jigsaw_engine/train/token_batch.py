@@ -7,6 +7,7 @@ the log-prob tensors is the probability of token ``t + 1``, so masks shift by on
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,30 +52,67 @@ class TokenBatch:
         return TokenBatch(self.input_ids[:, :width], self.attention_mask[:, :width], self.response_mask[:, : width - 1])
 
 
-def micro_batches(batch: TokenBatch, *, max_rows: int, max_tokens: int | None = None) -> list[torch.Tensor]:
-    """Row indices of each micro-batch: rows sorted longest first, cut at ``max_rows`` rows or
-    where the micro-batch, padded to its longest row, would exceed ``max_tokens`` tokens.
+def micro_batches(
+    batch: TokenBatch, *, max_rows: int, max_tokens: int | None = None, overhead_tokens: int | None = None
+) -> list[torch.Tensor]:
+    """Row indices of each micro-batch: rows sorted longest first and cut into runs of at most
+    ``max_rows`` rows whose padded size (rows x the longest row) stays within ``max_tokens``.
 
     Like verl's dynamic batch size: a long-tailed batch cut in arrival order pads every
     micro-batch to the step's longest sequence (2-3x the tokens on multi-turn and retrieval
     episodes, measured); sorted and trimmed, the padding is what neighbouring lengths differ by.
+    ``overhead_tokens`` is what one more forward/backward costs before its first token (launch
+    and framework overhead, in tokens' worth of compute): with it, the cuts are the ones that
+    minimise padded tokens plus that overhead per micro-batch (short and long rows stop sharing
+    a padded micro-batch when a cut is cheaper); None: the fewest micro-batches within the limits.
     Which rows share a micro-batch does not change the gradient: the trainers weight each
     micro-batch's loss by its share of the whole.
     """
     lengths: list[int] = batch.attention_mask.sum(dim=1).tolist()
-    groups: list[list[int]] = []
-    for i in sorted(range(batch.size), key=lambda i: (-lengths[i], i)):
-        group = groups[-1] if groups else None
-        if (
-            group is None
-            or len(group) >= max_rows
-            # sorted: the group's first row is its longest, the width every row is padded to
-            or (max_tokens is not None and (len(group) + 1) * lengths[group[0]] > max_tokens)
-        ):
-            groups.append([i])
-        else:
-            group.append(i)
-    return [torch.tensor(g, dtype=torch.long) for g in groups]
+    order = sorted(range(batch.size), key=lambda i: (-lengths[i], i))
+    if overhead_tokens is None:
+        groups: list[list[int]] = []
+        for i in order:
+            group = groups[-1] if groups else None
+            if (
+                group is None
+                or len(group) >= max_rows
+                # sorted: the group's first row is its longest, the width every row is padded to
+                or (max_tokens is not None and (len(group) + 1) * lengths[group[0]] > max_tokens)
+            ):
+                groups.append([i])
+            else:
+                group.append(i)
+        return [torch.tensor(g, dtype=torch.long) for g in groups]
+    return [
+        torch.tensor(order[a:b], dtype=torch.long)
+        for a, b in _cheapest_cuts([lengths[i] for i in order], max_rows, max_tokens, overhead_tokens)
+    ]
+
+
+def _cheapest_cuts(
+    lengths: list[int], max_rows: int, max_tokens: int | None, overhead_tokens: int
+) -> list[tuple[int, int]]:
+    """Contiguous runs [a, b) of ``lengths`` (sorted longest first) minimising the sum of
+    ``(b - a) * lengths[a] + overhead_tokens`` within the limits (a row alone always fits):
+    the exact optimum by dynamic programming over where the last run starts."""
+    n = len(lengths)
+    best = [0.0] + [math.inf] * n
+    start = [0] * (n + 1)
+    for b in range(1, n + 1):
+        for a in range(b - 1, max(-1, b - 1 - max_rows), -1):
+            rows = b - a
+            if rows > 1 and max_tokens is not None and rows * lengths[a] > max_tokens:
+                break  # earlier starts are longer rows and more of them: over the budget too
+            cost = best[a] + rows * lengths[a] + overhead_tokens
+            if cost < best[b]:
+                best[b], start[b] = cost, a
+    runs: list[tuple[int, int]] = []
+    b = n
+    while b > 0:
+        runs.append((start[b], b))
+        b = start[b]
+    return runs[::-1]
 
 
 def collate(samples: Sequence[Sample], *, pad_token_id: int) -> TokenBatch:
@@ -131,6 +169,7 @@ def batch_log_probs(
     *,
     micro_batch_size: int,
     micro_batch_tokens: int | None = None,
+    micro_batch_overhead_tokens: int | None = None,
     temperature: float = 1.0,
     share: tuple[int, int] | None = None,
 ) -> torch.Tensor:
@@ -143,7 +182,9 @@ def batch_log_probs(
     was_training = model.training
     model.eval()
     out = torch.zeros(batch.response_mask.shape, dtype=torch.float32)
-    parts = micro_batches(batch, max_rows=micro_batch_size, max_tokens=micro_batch_tokens)
+    parts = micro_batches(
+        batch, max_rows=micro_batch_size, max_tokens=micro_batch_tokens, overhead_tokens=micro_batch_overhead_tokens
+    )
     mine: list[torch.Tensor | None] = list(parts)
     if share is not None:
         rank, ranks = share
