@@ -32,6 +32,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _leave_together() -> None:
+    """Every rank done before any tears the group down: a rank whose peer (rank 0 hosts the
+    group's store) had already exited was seen to abort in its teardown, once in CI."""
+    torch.distributed.barrier()
+
+
 def _rank(rank: int, port: int, folder: Path) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -51,6 +57,7 @@ def _rank(rank: int, port: int, folder: Path) -> None:
             torch.save(
                 {"metrics": metrics, "grads": grads, "weights": weights, "local": local, "old": old}, folder / "out.pt"
             )
+        _leave_together()
     finally:
         torch.distributed.destroy_process_group()
 
@@ -113,6 +120,7 @@ def _resume_rank(rank: int, world: int, port: int, folder: Path) -> None:
         out["resumed"] = resumed.weights()
         if rank == 0:
             torch.save(out, folder / f"resume-{world}.pt")
+        _leave_together()
     finally:
         torch.distributed.destroy_process_group()
 
