@@ -18,7 +18,7 @@ with one torch thread (a device of a CPU cluster is a core, see ``examples/real-
 - mfu_forward, mfu_train: the time of :func:`batch_log_probs` and of a :class:`PolicyTrainer`
   update (four optimizer steps and micro-batches as real tiny jobs cut them, AdamW, clipping) on batches of 64-256
   sequences of 12-200 tokens, as the cost model charges them (``FRAMEWORK_FACTOR`` x 2 or 6
-  FLOPs per parameter per token, plus attention's, :func:`attention_flops`, once or three times);
+  FLOPs per parameter per token plus attention's: :func:`forward_flops`, :func:`train_flops`);
 - reward_s_per_sequence: a real grader (exact-match math answers) and the assembly of the
   training batch (:func:`collate`), per sequence: what a step's reward sub-stage does here.
 
@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from jigsaw_engine.cost.cost_model import FRAMEWORK_FACTOR, RooflineCostModel, attention_flops
+from jigsaw_engine.cost.cost_model import FRAMEWORK_FACTOR, RooflineCostModel, forward_flops, train_flops
 from jigsaw_engine.cost.device import DeviceProfile
 from jigsaw_engine.envs.graders import grade_numeric
 from jigsaw_engine.models.loading import build_tiny_model
@@ -184,7 +184,7 @@ class Subject:
         def once() -> float:
             nonlocal flops
             batch, total, square = self.batch(sequences, tokens)
-            flops = 2.0 * self.params * total + attention_flops(self.spec, square)
+            flops = forward_flops(self.spec, tokens=total, square_tokens=square)
             t0 = time.perf_counter()
             batch_log_probs(
                 self.model,
@@ -213,7 +213,7 @@ class Subject:
         def once() -> float:
             nonlocal flops
             batch, total, square = self.batch(sequences, tokens)
-            flops = 6.0 * self.params * total + 3.0 * attention_flops(self.spec, square)
+            flops = train_flops(self.spec, tokens=total, square_tokens=square)
             old = trainer.old_log_probs(batch)
             advantages = torch.randn(batch.response_mask.shape)
             t0 = time.perf_counter()

@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -37,14 +39,16 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[-1]})
     torch.set_num_threads(1)
-    overhead = args.micro_batch_overhead_tokens
-    real_jobs.TINY_MICRO_BATCH_OVERHEAD_TOKENS = None if overhead == "none" else int(overhead)  # type: ignore[assignment]
+    overhead = None if args.micro_batch_overhead_tokens == "none" else int(args.micro_batch_overhead_tokens)
 
     print(f"{'pipeline':16s} {'rollout s':>10s} {'forwards s':>11s} {'train s':>8s}   ({args.steps} steps)")
     for raw in load_workload_file(args.workload).pipelines:
         spec = parse_pipeline_spec(raw)
         options = real_jobs.RealJobOptions(cache_dir=args.cache_dir)
         job = real_jobs.build_real_pipeline(spec, train_parts=1, options=options).job
+        trainers: list[Any] = [job.trainer, job.critic] if job.critic is not None else [job.trainer]
+        for trainer in trainers:  # the trainers read their config at every call
+            trainer.config = replace(trainer.config, micro_batch_overhead_tokens=overhead)
         totals = [0.0, 0.0, 0.0]
         for step in range(args.steps + 1):
             t0 = time.perf_counter()

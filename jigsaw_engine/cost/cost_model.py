@@ -32,6 +32,17 @@ def attention_flops(model: ModelSpec, square_tokens: float) -> float:
     return 4.0 * model.num_layers * model.hidden_size * square_tokens
 
 
+def forward_flops(model: ModelSpec, *, tokens: float, square_tokens: float = 0.0) -> float:
+    """A forward over ``tokens`` in sequences whose lengths squared sum to ``square_tokens``:
+    2 FLOPs per parameter per token, plus attention's."""
+    return 2.0 * model.num_params * tokens + attention_flops(model, square_tokens)
+
+
+def train_flops(model: ModelSpec, *, tokens: float, square_tokens: float = 0.0) -> float:
+    """A forward and backward (one epoch): three forwards' FLOPs."""
+    return 3.0 * forward_flops(model, tokens=tokens, square_tokens=square_tokens)
+
+
 def smooth_max(a: float, b: float) -> float:
     """``(a**p + b**p)**(1/p)`` with p = :data:`ROOFLINE_SMOOTHING_P`: the larger of a
     memory-bound and a compute-bound time, plus the partial overlap measured between them."""
@@ -90,14 +101,14 @@ class RooflineCostModel:
         """A log-prob forward over ``tokens``; ``square_tokens`` (the sum of each sequence's
         length squared) adds attention, which outgrows 2N per token on long sequences."""
         d = self.device
-        flops = 2.0 * model.num_params * tokens + attention_flops(model, square_tokens)
+        flops = forward_flops(model, tokens=tokens, square_tokens=square_tokens)
         return FRAMEWORK_FACTOR * flops / (num_gpus * d.mfu_forward * d.peak_flops_bf16)
 
     def train_s(
         self, model: ModelSpec, *, tokens: float, num_gpus: int, epochs: int = 1, square_tokens: float = 0.0
     ) -> float:
         d = self.device
-        flops = (6.0 * model.num_params * tokens + 3.0 * attention_flops(model, square_tokens)) * epochs
+        flops = train_flops(model, tokens=tokens, square_tokens=square_tokens) * epochs
         adam_s = 16.0 * model.num_params / (num_gpus * d.hbm_bytes_per_s)
         return FRAMEWORK_FACTOR * flops / (num_gpus * d.mfu_train * d.peak_flops_bf16) + adam_s
 

@@ -64,29 +64,20 @@ def micro_batches(
     ``overhead_tokens`` is what one more forward/backward costs before its first token (launch
     and framework overhead, in tokens' worth of compute): with it, the cuts are the ones that
     minimise padded tokens plus that overhead per micro-batch (short and long rows stop sharing
-    a padded micro-batch when a cut is cheaper); None: the fewest micro-batches within the limits.
+    a padded micro-batch when a cut is cheaper); None: the fewest micro-batches within the
+    limits (and of those, the least padded).
     Which rows share a micro-batch does not change the gradient: the trainers weight each
     micro-batch's loss by its share of the whole.
     """
     lengths: list[int] = batch.attention_mask.sum(dim=1).tolist()
     order = sorted(range(batch.size), key=lambda i: (-lengths[i], i))
+    sorted_lengths = [lengths[i] for i in order]
     if overhead_tokens is None:
-        groups: list[list[int]] = []
-        for i in order:
-            group = groups[-1] if groups else None
-            if (
-                group is None
-                or len(group) >= max_rows
-                # sorted: the group's first row is its longest, the width every row is padded to
-                or (max_tokens is not None and (len(group) + 1) * lengths[group[0]] > max_tokens)
-            ):
-                groups.append([i])
-            else:
-                group.append(i)
-        return [torch.tensor(g, dtype=torch.long) for g in groups]
+        # One more micro-batch costs more than any padding can: the fewest, then the least padded.
+        overhead_tokens = len(sorted_lengths) * max(sorted_lengths, default=0) + 1
     return [
         torch.tensor(order[a:b], dtype=torch.long)
-        for a, b in _cheapest_cuts([lengths[i] for i in order], max_rows, max_tokens, overhead_tokens)
+        for a, b in _cheapest_cuts(sorted_lengths, max_rows, max_tokens, overhead_tokens)
     ]
 
 
