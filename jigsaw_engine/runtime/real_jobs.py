@@ -28,13 +28,14 @@ from jigsaw_engine.runtime.real_checks import REAL_WORKLOADS, check_real_spec
 from jigsaw_engine.runtime.real_pipeline import RealPipeline
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec
 from jigsaw_engine.train.critic import CriticConfig
-from jigsaw_engine.train.policy_trainer import ActorConfig, ActorTrainer
+from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 from jigsaw_engine.train.sft import WarmupConfig
 from jigsaw_engine.train.warm_start import warm_start_tiny_policy
 
 if TYPE_CHECKING:
     from jigsaw_engine.runtime.ray.placement import DevicePlacement
+    from jigsaw_engine.runtime.ray.trainer_group import TrainerGroup
 
 __all__ = ["REAL_WORKLOADS", "RealJobOptions", "build_real_pipeline", "check_real_spec", "make_environment"]
 
@@ -188,13 +189,15 @@ def build_real_pipeline(
         env = RemoteEnvironment.start(
             env, partial(make_environment, spec, options), actor_options=_placed(options, options.home_device)
         )
+    group = _trainer_group(spec, config, model, options)
     job = RLJob(
         model=model,
         tokenizer=tokenizer,
         env=env,
         engines=engines,
         config=config,
-        trainer=_trainer(spec, config, model, options),
+        trainer=group,
+        critic=group.critic if group is not None else None,
     )
     return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir, start_step=start_step)
 
@@ -226,11 +229,11 @@ def _rollout_engines(
     return [factory() for _ in range(count)]
 
 
-def _trainer(
+def _trainer_group(
     spec: PipelineSpec, config: RLJobConfig, model: PreTrainedModel, options: RealJobOptions
-) -> ActorTrainer | None:
-    """A worker group for a job asking several devices when ``options.train_across_devices``;
-    None: the job trains in its own process."""
+) -> TrainerGroup | None:
+    """A worker group for a job asking several devices when ``options.train_across_devices``
+    (the policy, and PPO's critic, sharded across it); None: the job trains in its own process."""
     world = spec.resources.num_gpus
     if not options.train_across_devices or world < 2:
         return None
@@ -241,6 +244,7 @@ def _trainer(
         config.actor,
         world=world,
         keep_reference=config.kl_in_reward_coef > 0,
+        critic_config=config.critic,
         actor_options=[_placed(options, options.home_device + r) for r in range(world)],
     )
 

@@ -30,12 +30,16 @@ def data_parallel_mesh(device_type: str = "cpu") -> DeviceMesh:
     return init_device_mesh(device_type, (torch.distributed.get_world_size(),))
 
 
+def shard_layers(model: torch.nn.Module, mesh: DeviceMesh) -> None:
+    """Each decoder layer of a causal LM a unit of its own: gathered only while it runs."""
+    for layer in getattr(getattr(model, "model", None), "layers", None) or []:
+        fully_shard(layer, mesh=mesh)
+
+
 def shard_model(model: torch.nn.Module, mesh: DeviceMesh) -> None:
     """Shard ``model`` in place: each decoder layer a unit of its own (gathered only while it
     runs), the embeddings and head with the root."""
-    layers = getattr(getattr(model, "model", None), "layers", None) or []
-    for layer in layers:
-        fully_shard(layer, mesh=mesh)
+    shard_layers(model, mesh)
     fully_shard(model, mesh=mesh)
 
 

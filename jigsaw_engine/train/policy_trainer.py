@@ -28,6 +28,7 @@ from jigsaw_engine.train.token_batch import (
     micro_batches,
     micro_weight,
     pad_columns,
+    rank_share,
 )
 
 
@@ -279,11 +280,9 @@ class PolicyTrainer:
             return [(part, 1.0) for part in parts]
         # Only micro-batches with a token to learn from: a weight-0 one may have a NaN loss.
         parts = [p for p in parts if micro_weight(batch.rows(p).response_mask, batch.response_mask, cfg.loss_agg_mode)]
-        if not parts:  # every rank sees the same batch, so every rank skips alike
-            return []
-        rank, world = self.mesh.get_local_rank(), self.mesh.size()
-        mine = [(part, 1.0) for part in parts[rank::world]]
-        return mine + [(parts[0], 0.0)] * (-(-len(parts) // world) - len(mine))
+        # Every rank sees the same batch, so every rank skips alike when none has a token.
+        share = (self.mesh.get_local_rank(), self.mesh.size())
+        return [(parts[0], 0.0) if part is None else (part, 1.0) for part in rank_share(parts, share)]
 
     # -- weights and checkpoints ---------------------------------------------------------------
     def weights(self) -> dict[str, torch.Tensor]:

@@ -30,7 +30,7 @@ from jigsaw_engine.rl.kl import estimate_kl
 from jigsaw_engine.rollout.episodes import EpisodeBatch, EpisodeResult
 from jigsaw_engine.rollout.protocol import RolloutEngine, SamplingParams
 from jigsaw_engine.sim.lengths import SequencePlan
-from jigsaw_engine.train.critic import CriticConfig, CriticTrainer
+from jigsaw_engine.train.critic import CriticConfig, CriticTrainer, ValueTrainer
 from jigsaw_engine.train.policy_trainer import ActorConfig, ActorTrainer, PolicyTrainer, mean_metrics
 from jigsaw_engine.train.token_batch import TokenBatch, collate
 
@@ -153,9 +153,13 @@ class RLJob:
         engines: Sequence[RolloutEngine] = (),
         config: RLJobConfig,
         trainer: ActorTrainer | None = None,
+        critic: ValueTrainer | None = None,
     ) -> None:
         """``trainer``: the policy's trainer when it is not this process (a worker group built
-        from ``model`` and ``config.actor``); by default one in this process."""
+        from ``model`` and ``config.actor``); by default one in this process. ``critic``
+        likewise for PPO's critic (built from ``model`` and ``config.critic``)."""
+        if critic is not None and config.critic is None:
+            raise ValueError("critic: only a job whose config has a critic (PPO, 'gae') takes one")
         self.tokenizer = tokenizer
         self.env = env
         self.engines: list[RolloutEngine] = [engine] if engine is not None else list(engines)
@@ -165,7 +169,9 @@ class RLJob:
         self.trainer: ActorTrainer = trainer or PolicyTrainer(
             model, config.actor, keep_reference=config.kl_in_reward_coef > 0
         )
-        self.critic = CriticTrainer(model, config.critic) if config.critic is not None else None
+        self.critic: ValueTrainer | None = critic
+        if critic is None and config.critic is not None:
+            self.critic = CriticTrainer(model, config.critic)
         self.step = 0
         self.recent_samples: list[dict[str, Any]] = []
         """A few of the last scored step's completions (one per prompt), with their rewards."""

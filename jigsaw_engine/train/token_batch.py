@@ -153,6 +153,18 @@ def micro_weight(micro_mask: torch.Tensor, whole_mask: torch.Tensor, agg_mode: s
     return with_tokens / max(1.0, float((whole_mask.sum(dim=1) > 0).sum()))
 
 
+def rank_share(parts: list[torch.Tensor], share: tuple[int, int] | None) -> list[torch.Tensor | None]:
+    """The micro-batches one process runs: all of ``parts`` alone; across a worker group
+    (``share`` = (rank, ranks)) micro-batches ``rank, rank + ranks, ...``, topped up with None
+    (a run of ``parts[0]`` whose result is discarded) so that every rank of a sharded model
+    runs as many forwards and backwards as the others (each is a collective)."""
+    if share is None:
+        return list(parts)
+    rank, ranks = share
+    mine: list[torch.Tensor | None] = list(parts[rank::ranks])
+    return mine + [None] * (-(-len(parts) // ranks) - len(mine))
+
+
 @torch.no_grad()
 def batch_log_probs(
     model: PreTrainedModel,
@@ -176,12 +188,7 @@ def batch_log_probs(
     parts = micro_batches(
         batch, max_rows=micro_batch_size, max_tokens=micro_batch_tokens, overhead_tokens=micro_batch_overhead_tokens
     )
-    mine: list[torch.Tensor | None] = list(parts)
-    if share is not None:
-        rank, ranks = share
-        mine = list(parts[rank::ranks])
-        mine += [None] * (-(-len(parts) // ranks) - len(mine))
-    for index in mine:
+    for index in rank_share(parts, share):
         logp, _ = forward_log_probs(
             model, batch.rows(parts[0] if index is None else index).trimmed(), temperature=temperature
         )

@@ -1,11 +1,14 @@
-"""The policy trainer across a worker group with FSDP2: two CPU processes (gloo), each holding
-half of every parameter, make the same update as one process holding all of it."""
+"""The policy trainer, and PPO's critic, across a worker group with FSDP2: two CPU processes
+(gloo), each holding half of every parameter, make the same update as one process holding all
+of it."""
 
 from __future__ import annotations
 
 import copy
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ import torch
 import torch.multiprocessing as mp
 
 from jigsaw_engine.rl import metrics as names
+from jigsaw_engine.train.critic import CriticConfig, CriticTrainer
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer
 from jigsaw_engine.train.token_batch import batch_log_probs
 from tests.train.test_micro_batches import long_tailed_batch
@@ -23,6 +27,7 @@ pytestmark = pytest.mark.slow
 # them, so one rank runs a weight-0 micro-batch to keep the collectives in step. KL to the
 # reference on, so the sharded reference model is exercised too.
 CONFIG = ActorConfig(lr=1e-2, micro_batch_size=5, micro_batch_tokens=150, kl_coef=0.1)
+CRITIC = CriticConfig(lr=1e-2, micro_batch_size=5, micro_batch_tokens=150)
 WORLD = 2
 
 
@@ -38,11 +43,20 @@ def _leave_together() -> None:
     torch.distributed.barrier()
 
 
-def _rank(rank: int, port: int, folder: Path) -> None:
+@contextmanager
+def _group(rank: int, world: int, port: int) -> Iterator[None]:
+    """This process as rank ``rank`` of a gloo group of ``world``, for the block's duration."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    torch.distributed.init_process_group("gloo", rank=rank, world_size=WORLD)
+    torch.distributed.init_process_group("gloo", rank=rank, world_size=world)
     try:
+        yield
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def _rank(rank: int, port: int, folder: Path) -> None:
+    with _group(rank, WORLD, port):
         from jigsaw_engine.train.fsdp import data_parallel_mesh, full
 
         inputs = torch.load(folder / "inputs.pt", weights_only=False)
@@ -58,8 +72,6 @@ def _rank(rank: int, port: int, folder: Path) -> None:
                 {"metrics": metrics, "grads": grads, "weights": weights, "local": local, "old": old}, folder / "out.pt"
             )
         _leave_together()
-    finally:
-        torch.distributed.destroy_process_group()
 
 
 def test_a_sharded_update_across_two_processes_equals_the_one_process_update(arith_policy, tmp_path: Path) -> None:
@@ -94,10 +106,7 @@ def test_a_sharded_update_across_two_processes_equals_the_one_process_update(ari
 def _resume_rank(rank: int, world: int, port: int, folder: Path) -> None:
     """Group of ``world``: from the saved checkpoint, the second update; and with two ranks,
     first the uninterrupted run that wrote the checkpoint."""
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    torch.distributed.init_process_group("gloo", rank=rank, world_size=world)
-    try:
+    with _group(rank, world, port):
         from jigsaw_engine.train.fsdp import data_parallel_mesh
 
         inputs = torch.load(folder / "inputs.pt", weights_only=False)
@@ -121,8 +130,6 @@ def _resume_rank(rank: int, world: int, port: int, folder: Path) -> None:
         if rank == 0:
             torch.save(out, folder / f"resume-{world}.pt")
         _leave_together()
-    finally:
-        torch.distributed.destroy_process_group()
 
 
 def test_a_sharded_trainer_resumes_from_its_checkpoint_in_a_group_of_any_size(arith_policy, tmp_path: Path) -> None:
@@ -141,3 +148,50 @@ def test_a_sharded_trainer_resumes_from_its_checkpoint_in_a_group_of_any_size(ar
     for name, weight in two["uninterrupted"].items():
         assert torch.allclose(two["resumed"][name], weight, atol=1e-5), name
         assert torch.allclose(one["resumed"][name], weight, atol=1e-5), name
+
+
+def _critic_rank(rank: int, port: int, folder: Path) -> None:
+    with _group(rank, WORLD, port):
+        from jigsaw_engine.train.fsdp import data_parallel_mesh
+
+        inputs = torch.load(folder / "inputs.pt", weights_only=False)
+        critic = CriticTrainer(inputs["model"], CRITIC, mesh=data_parallel_mesh())
+        local = sum(p.to_local().numel() for p in critic.critic.parameters())
+        out = _value_then_learn(critic, inputs["batch"], inputs["returns"])
+        state = critic.state_dict()  # whole tensors (a collective)
+        if rank == 0:
+            torch.save({**out, "state": state, "local": local}, folder / "out.pt")
+        _leave_together()
+
+
+def _value_then_learn(critic: CriticTrainer, batch, returns: torch.Tensor) -> dict[str, object]:
+    """A step's values (the zero head's zeros), one update, then the values it has learned."""
+    first = critic.values(batch)
+    metrics = critic.update(batch, returns, first)
+    return {"metrics": metrics, "values": critic.values(batch)}
+
+
+def test_a_sharded_critic_across_two_processes_values_and_learns_as_one_process(arith_policy, tmp_path: Path) -> None:
+    """PPO's critic lives on the policy's worker group: its values, each rank forwarding its
+    share of the micro-batches, and its update, one rank topping up with a weight-0
+    micro-batch, are the one-process ones."""
+    batch = long_tailed_batch(len(arith_policy.tokenizer), seed=4)
+    returns = torch.randn(batch.response_mask.shape, generator=torch.Generator().manual_seed(5))
+    base = arith_policy.fresh_model()
+    torch.save({"model": base, "batch": batch, "returns": returns}, tmp_path / "inputs.pt")
+
+    mp.spawn(_critic_rank, args=(_free_port(), tmp_path), nprocs=WORLD)
+    sharded = torch.load(tmp_path / "out.pt", weights_only=False)
+
+    one = CriticTrainer(copy.deepcopy(base), CRITIC)
+    expected = _value_then_learn(one, batch, returns)
+
+    mask = batch.response_mask.bool()
+    assert float(expected["values"][mask].abs().mean()) > 1e-3, "one update must move the values off zero"
+    assert torch.allclose(sharded["values"][mask], expected["values"][mask], rtol=1e-3, atol=1e-5)
+    for key in (names.VF_LOSS, names.VF_CLIPFRAC):
+        assert sharded["metrics"][key] == pytest.approx(expected["metrics"][key], rel=1e-4, abs=1e-7), key
+    total = sum(p.numel() for p in one.critic.parameters())
+    assert sharded["local"] <= total // WORLD + 64 * len(list(one.critic.parameters()))
+    for name, weight in one.critic.state_dict().items():
+        assert torch.allclose(sharded["state"]["model"][name], weight, atol=1e-5), name

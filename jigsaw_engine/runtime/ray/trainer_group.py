@@ -6,7 +6,8 @@ is FSDP2 over NCCL, on this machine's cores the same code over gloo. :class:`Tra
 offers the one-process trainer's methods (:class:`~jigsaw_engine.train.policy_trainer.ActorTrainer`),
 so the job's step does not change: each call goes to every rank at once (every method is a
 collective) and rank 0's answer comes back. The log-prob forwards, the update's optimizer steps,
-the weights for the rollout workers and the checkpoint all run sharded.
+the weights for the rollout workers and the checkpoint all run sharded; so does PPO's critic
+(:class:`CriticGroup`), whose slices live on the same ranks beside the policy's.
 """
 
 from __future__ import annotations
@@ -22,21 +23,32 @@ import torch
 from ray.exceptions import RayActorError
 
 from jigsaw_engine.errors import WorkerLostError
+from jigsaw_engine.train.critic import CriticConfig, CriticTrainer
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer, plan_updates
 from jigsaw_engine.train.token_batch import TokenBatch
 
 COLLECTIVE_TIMEOUT_S = 300.0
 """How long a rank waits in a collective for the others (a lost rank fails the rest in time)."""
+CRITIC_PREFIX = "critic."
 
 
 @ray.remote(max_restarts=0)
 class TrainerRankActor:
-    """One rank: its slice of the policy (and of the KL reference) and of the optimizer state."""
+    """One rank: its slice of the policy (and of the KL reference, and of PPO's critic) and of
+    their optimizer states."""
 
-    def __init__(self, model: torch.nn.Module, config: ActorConfig, keep_reference: bool) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        config: ActorConfig,
+        keep_reference: bool,
+        critic_config: CriticConfig | None = None,
+    ) -> None:
         torch.set_num_threads(1)
         self._model, self._config, self._keep_reference = model, config, keep_reference
+        self._critic_config = critic_config
         self._trainer: PolicyTrainer | None = None
+        self._critic: CriticTrainer | None = None
 
     def rendezvous(self) -> tuple[str, int]:
         """Rank 0's address for the group: this node's IP and a free port."""
@@ -56,6 +68,8 @@ class TrainerRankActor:
             timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S),
         )
         mesh = data_parallel_mesh("cuda" if backend == "nccl" else "cpu")
+        if self._critic_config is not None:  # first: the critic copies the policy before it is sharded in place
+            self._critic = CriticTrainer(self._model, self._critic_config, mesh=mesh)
         self._trainer = PolicyTrainer(self._model, self._config, keep_reference=self._keep_reference, mesh=mesh)
 
     def has_reference(self) -> bool:
@@ -67,8 +81,13 @@ class TrainerRankActor:
             os.sched_setaffinity(0, set(cores))
 
     def call(self, method: str, *args: Any) -> Any:
+        """The policy trainer's ``method``, or with a ``critic.`` prefix the critic's."""
         assert self._trainer is not None, "join() first"
-        return getattr(self._trainer, method)(*args)
+        target: object = self._trainer
+        if method.startswith(CRITIC_PREFIX):
+            assert self._critic is not None, "this group was built without a critic"
+            target, method = self._critic, method.removeprefix(CRITIC_PREFIX)
+        return getattr(target, method)(*args)
 
 
 class TrainerGroup:
@@ -81,17 +100,20 @@ class TrainerGroup:
         *,
         world: int,
         keep_reference: bool = False,
+        critic_config: CriticConfig | None = None,
         actor_options: Sequence[Mapping[str, Any]] = (),
     ) -> None:
-        """``actor_options[r]`` places rank ``r`` (:mod:`~jigsaw_engine.runtime.ray.placement`)."""
+        """``actor_options[r]`` places rank ``r`` (:mod:`~jigsaw_engine.runtime.ray.placement`);
+        ``critic_config``: PPO's critic too, built from ``model`` and sharded on the same ranks."""
         if world < 2:
             raise ValueError(f"world: a trainer group has at least 2 ranks, got {world}")
         self.config = config
         options = list(actor_options) or [{"num_cpus": 0}] * world
         self._ranks = [
-            TrainerRankActor.options(**options[r]).remote(model, config, keep_reference)  # type: ignore[attr-defined]
+            TrainerRankActor.options(**options[r]).remote(model, config, keep_reference, critic_config)  # type: ignore[attr-defined]
             for r in range(world)
         ]
+        self.critic = CriticGroup(self, critic_config) if critic_config is not None else None
         address, port = self._gather([self._ranks[0].rendezvous.remote()])[0]
         self._gather([rank.join.remote(address, port, r, world) for r, rank in enumerate(self._ranks)])
         self.reference: object | None = True if self._gather([self._ranks[0].has_reference.remote()])[0] else None
@@ -111,6 +133,10 @@ class TrainerGroup:
             return list(ray.get(refs))
         except RayActorError as exc:
             raise WorkerLostError(f"a trainer rank's process died ({type(exc).__name__})") from exc
+
+    def call_all(self, method: str, *args: Any) -> Any:
+        """``method`` on every rank at once (a collective); rank 0's answer."""
+        return self._all(method, *args)
 
     def _all(self, method: str, *args: Any) -> Any:
         shared = [ray.put(a) for a in args]  # serialised once, read by every rank
@@ -151,3 +177,26 @@ class TrainerGroup:
     def shutdown(self) -> None:
         for rank in self._ranks:
             ray.kill(rank)
+
+
+class CriticGroup:
+    """Implements :class:`~jigsaw_engine.train.critic.ValueTrainer` on a :class:`TrainerGroup`'s
+    ranks: each holds a slice of the critic beside its slice of the policy."""
+
+    def __init__(self, group: TrainerGroup, config: CriticConfig) -> None:
+        self._group, self.config = group, config
+
+    def values(self, batch: TokenBatch) -> torch.Tensor:
+        result: torch.Tensor = self._group.call_all(CRITIC_PREFIX + "values", batch)
+        return result
+
+    def update(self, batch: TokenBatch, returns: torch.Tensor, old_values: torch.Tensor) -> dict[str, float]:
+        result: dict[str, float] = self._group.call_all(CRITIC_PREFIX + "update", batch, returns, old_values)
+        return result
+
+    def state_dict(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._group.call_all(CRITIC_PREFIX + "state_dict")
+        return result
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._group.call_all(CRITIC_PREFIX + "load_state_dict", state)
