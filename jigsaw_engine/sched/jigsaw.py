@@ -401,14 +401,18 @@ class JigsawScheduler:
         Its training wants its training devices (all of its home when colocated) when its
         rollout ends; a disaggregated owner's generating devices serve rollouts that have
         staleness to spare, so a loan there only delays a rollout the lag already allows for;
-        an owner whose rollouts may run several steps ahead can wait up to that many steps."""
+        an owner whose rollouts may run several steps ahead can wait up to that many of its
+        recent steps; before its first step ends (no recent step to measure the wait in) it is
+        judged as a synchronous owner, by when its rollout ends."""
         if owner is None:
             return True
         if owner in self._rollout_part and device in self._home[owner][: self._rollout_part[owner]]:
             return True
         slack_steps = view.specs[owner].staleness - 1 if owner in view.specs else 0
-        if slack_steps > 0:  # rollouts run that many steps ahead: its training may wait a little
-            return chain_s <= slack_steps * view.recent_step_s.get(owner, 0.0)
+        step_s = view.recent_step_s.get(owner)
+        if slack_steps > 0 and step_s is not None:  # rollouts run steps ahead: its training may wait a little
+            return chain_s <= slack_steps * step_s
+        # No step of the owner's finished yet (or no slack): it wants the device when its rollout ends.
         if owner not in view.rollout_done_s:
             return False  # between rollout and training: it wants its devices now
         return view.now_s + chain_s <= view.rollout_done_s[owner]

@@ -94,6 +94,30 @@ def test_look_ahead_lends_a_device_only_if_the_chain_returns_it_in_time() -> Non
             assert tasks[0].setup_s > 0  # b's weights come onto a's device from host memory
 
 
+def test_an_async_owner_with_no_step_behind_it_lends_until_its_rollout_ends() -> None:
+    # As above, but a runs async with staleness 4: its rollouts may run 3 steps ahead of its
+    # training, so it may wait up to 3 of its recent steps for a device it lent. Before its
+    # first step has ended there is no recent step to measure that in: it is judged as a sync
+    # owner, by when its rollout ends (t = 40 s): a 30 s chain may borrow its idle device 0, a
+    # 60 s chain may not (it used to be refused everything until a's first step ended). Once a
+    # step of 25 s is behind it, 3 x 25 = 75 s of waiting are allowed: the 60 s chain may.
+    worker = SubStage("s0/w0/prefill", SubStageKind.PREFILL, 0, 0, None, 1, 20 * GB, ResourceClass.COMPUTE, 1.0)
+    busy = Task("b", _train(40.0), (1,))
+    for chain_s, recent, lent in [(30.0, {}, True), (60.0, {}, False), (60.0, {"a": 25.0}, True)]:
+        specs = {
+            "a": parse_pipeline_spec(make_spec(name="a", resources={"num_gpus": 1}, mode="async", staleness=4)),
+            "b": parse_pipeline_spec(make_spec(name="b", resources={"num_gpus": 1})),
+        }
+        sched = JigsawScheduler(make_cluster(2), make_cost(), JigsawOptions())
+        assert sched.admit(ClusterView(0.0, 2, {}, (), specs, ("a", "b")), specs) == ["a", "b"]  # a {0}, b {1}
+        view = ClusterView(
+            0.0, 2, {1: 1.0}, (ReadyStage("b", worker, chain_s=chain_s),), specs, (),
+            recent_step_s=recent, running=(busy,), rollout_done_s={"a": 40.0},
+        )  # fmt: skip
+        tasks = sched.decide(view)
+        assert [t.devices for t in tasks] == ([(0,)] if lent else []), (chain_s, recent)
+
+
 def test_a_higher_priority_pipeline_gets_a_contested_device_first() -> None:
     # Homes a {0} and b {1} are busy training; device 2 belongs to no one. Both pipelines have a
     # rollout worker ready and equal work left (3 steps of 10 s), a arrived first, b has
