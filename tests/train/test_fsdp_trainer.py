@@ -104,29 +104,39 @@ def test_a_sharded_update_across_two_processes_equals_the_one_process_update(ari
 
 
 def _resume_rank(rank: int, world: int, port: int, folder: Path) -> None:
-    """Group of ``world``: from the saved checkpoint, the second update; and with two ranks,
-    first the uninterrupted run that wrote the checkpoint."""
+    """Group of ``world``: from the saved checkpoint, the second update of the policy and of
+    PPO's critic; and with two ranks, first the uninterrupted run that wrote the checkpoint."""
     with _group(rank, world, port):
         from jigsaw_engine.train.fsdp import data_parallel_mesh
 
         inputs = torch.load(folder / "inputs.pt", weights_only=False)
-        batch, advantages, old = inputs["batch"], inputs["advantages"], inputs["old"]
+        batch, advantages, old, returns = inputs["batch"], inputs["advantages"], inputs["old"], inputs["returns"]
         out: dict[str, object] = {}
         if not (folder / "checkpoint.pt").exists():
             trainer = PolicyTrainer(copy.deepcopy(inputs["model"]), CONFIG, mesh=data_parallel_mesh())
+            critic = CriticTrainer(inputs["model"], CRITIC, mesh=data_parallel_mesh())
             trainer.update(batch, advantages, old, trainer.ref_log_probs(batch), seed=0)
-            state = trainer.state_dict()
+            critic.update(batch, returns, critic.values(batch))
+            state = {"policy": trainer.state_dict(), "critic": critic.state_dict()}
             if rank == 0:
                 torch.save(state, folder / "checkpoint.pt")
             trainer.update(batch, advantages, old, trainer.ref_log_probs(batch), seed=1)
+            critic.update(batch, returns, critic.values(batch))
             out["uninterrupted"] = trainer.weights()
+            out["critic uninterrupted"] = critic.state_dict()["model"]
             torch.distributed.barrier()
         # A fresh trainer, built from the start policy as a resumed job is (it is also the KL
-        # reference), loads the weights and optimizer state after the first update.
+        # reference), loads the weights and optimizer state after the first update; so does
+        # a fresh critic, built from the start policy too.
+        saved = torch.load(folder / "checkpoint.pt", weights_only=False)
         resumed = PolicyTrainer(copy.deepcopy(inputs["model"]), CONFIG, mesh=data_parallel_mesh())
-        resumed.load_state_dict(torch.load(folder / "checkpoint.pt", weights_only=False))
+        resumed.load_state_dict(saved["policy"])
         resumed.update(batch, advantages, old, resumed.ref_log_probs(batch), seed=1)
         out["resumed"] = resumed.weights()
+        critic = CriticTrainer(inputs["model"], CRITIC, mesh=data_parallel_mesh())
+        critic.load_state_dict(saved["critic"])
+        critic.update(batch, returns, critic.values(batch))
+        out["critic resumed"] = critic.state_dict()["model"]
         if rank == 0:
             torch.save(out, folder / f"resume-{world}.pt")
         _leave_together()
@@ -134,12 +144,15 @@ def _resume_rank(rank: int, world: int, port: int, folder: Path) -> None:
 
 def test_a_sharded_trainer_resumes_from_its_checkpoint_in_a_group_of_any_size(arith_policy, tmp_path: Path) -> None:
     """The checkpoint holds whole tensors and the optimizer's moments by parameter name: a new
-    group of two, or of one, picks up where the first left off and makes the same next update."""
+    group of two, or of one, picks up where the first left off and makes the same next update,
+    the policy's and PPO's critic's alike."""
     batch = long_tailed_batch(len(arith_policy.tokenizer), seed=2)
     advantages = torch.randn(batch.response_mask.shape, generator=torch.Generator().manual_seed(3))
+    returns = torch.randn(batch.response_mask.shape, generator=torch.Generator().manual_seed(7))
     base = arith_policy.fresh_model()
     old = batch_log_probs(base, batch, micro_batch_size=batch.size)
-    torch.save({"model": base, "batch": batch, "advantages": advantages, "old": old}, tmp_path / "inputs.pt")
+    inputs = {"model": base, "batch": batch, "advantages": advantages, "old": old, "returns": returns}
+    torch.save(inputs, tmp_path / "inputs.pt")
     mp.spawn(_resume_rank, args=(2, _free_port(), tmp_path), nprocs=2)
     mp.spawn(_resume_rank, args=(1, _free_port(), tmp_path), nprocs=1)
     two, one = (torch.load(tmp_path / f"resume-{n}.pt", weights_only=False) for n in (2, 1))
@@ -148,6 +161,11 @@ def test_a_sharded_trainer_resumes_from_its_checkpoint_in_a_group_of_any_size(ar
     for name, weight in two["uninterrupted"].items():
         assert torch.allclose(two["resumed"][name], weight, atol=1e-5), name
         assert torch.allclose(one["resumed"][name], weight, atol=1e-5), name
+    head = two["critic uninterrupted"]["head.weight"]
+    assert float(head.abs().max()) > 1e-3, "the critic's updates must move its zero-initialised head"
+    for name, weight in two["critic uninterrupted"].items():
+        assert torch.allclose(two["critic resumed"][name], weight, atol=1e-5), name
+        assert torch.allclose(one["critic resumed"][name], weight, atol=1e-5), name
 
 
 def _critic_rank(rank: int, port: int, folder: Path) -> None:
