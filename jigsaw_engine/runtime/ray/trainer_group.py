@@ -136,9 +136,6 @@ class TrainerGroup:
 
     def call_all(self, method: str, *args: Any) -> Any:
         """``method`` on every rank at once (a collective); rank 0's answer."""
-        return self._all(method, *args)
-
-    def _all(self, method: str, *args: Any) -> Any:
         shared = [ray.put(a) for a in args]  # serialised once, read by every rank
         return self._gather([rank.call.remote(method, *shared) for rank in self._ranks])[0]
 
@@ -148,31 +145,31 @@ class TrainerGroup:
             self._gather([rank.pin.remote((cores[r % len(cores)],)) for r, rank in enumerate(self._ranks)])
 
     def old_log_probs(self, batch: TokenBatch) -> torch.Tensor:
-        result: torch.Tensor = self._all("old_log_probs", batch)
+        result: torch.Tensor = self.call_all("old_log_probs", batch)
         return result
 
     def ref_log_probs(self, batch: TokenBatch) -> torch.Tensor | None:
-        result: torch.Tensor | None = self._all("ref_log_probs", batch)
+        result: torch.Tensor | None = self.call_all("ref_log_probs", batch)
         return result
 
     def optimizer_step(self, *inputs: Any) -> dict[str, float]:
         """:meth:`PolicyTrainer.optimizer_step` on every rank (each runs its share of the micro-batches)."""
-        result: dict[str, float] = self._all("optimizer_step", *inputs)
+        result: dict[str, float] = self.call_all("optimizer_step", *inputs)
         return result
 
     def plan_updates(self, batch_size: int, *, seed: int) -> list[torch.Tensor]:
         return plan_updates(self.config, batch_size, seed=seed)
 
     def weights(self) -> dict[str, torch.Tensor]:
-        result: dict[str, torch.Tensor] = self._all("weights")
+        result: dict[str, torch.Tensor] = self.call_all("weights")
         return result
 
     def state_dict(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._all("state_dict")
+        result: dict[str, Any] = self.call_all("state_dict")
         return result
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._all("load_state_dict", state)
+        self.call_all("load_state_dict", state)
 
     def shutdown(self) -> None:
         for rank in self._ranks:
