@@ -9,12 +9,14 @@ fixed cost: forecast with the numpy constants, a tiny pipeline's rollout came ou
 and its training 2-10x too short. This script measures what those runs do, on one pinned core
 with one torch thread (a device of a CPU cluster is a core, see ``examples/real-cpu.yaml``):
 
-- eta_compute, t_fix_s, c_seq_s: the cost model's decode iteration (fixed cost, per-sequence
-  cost, weights, KV reads and the GEMMs at eta_compute of peak) fitted to the time of a decode
-  iteration of :class:`TorchRolloutEngine` (KV cache, per-sequence seeded sampling) over the
-  running batch (1-256), prompts of 32 tokens (see :func:`fit_decode`);
-- eta_prefill: 2 FLOPs per parameter per prompt token over the time of the engine's prefill
-  iteration (prompts of 32-96 tokens, 8-128 at once), against ``peak_flops_bf16``;
+- eta_compute, t_fix_s, c_seq_s, eta_kv: the cost model's decode iteration (fixed cost,
+  per-sequence cost, weights, KV reads and the GEMMs at eta_compute of peak) fitted to the time
+  of a decode iteration of :class:`TorchRolloutEngine` (KV cache, per-sequence seeded sampling)
+  over the running batch (1-256), after prompts of 32 and of 160 tokens (see :func:`fit_decode`);
+  each point's fitted error is printed;
+- eta_prefill: 2 FLOPs per parameter per prompt token, plus attention's, over the time of the
+  engine's prefill iteration (prompts of 32-192 tokens, 8-128 at once), against
+  ``peak_flops_bf16``;
 - mfu_forward, mfu_train: the time of :func:`batch_log_probs` and of a :class:`PolicyTrainer`
   update (four optimizer steps and micro-batches as real tiny jobs cut them, AdamW, clipping) on batches of 64-256
   sequences of 12-200 tokens, as the cost model charges them (``FRAMEWORK_FACTOR`` x 2 or 6
@@ -64,42 +66,57 @@ from jigsaw_engine.train.token_batch import Sample, TokenBatch, batch_log_probs,
 OUT = Path(__file__).resolve().parents[1] / "jigsaw_engine" / "cost" / "profiles" / "cpu.json"
 PRESETS = ("tiny-qwen2-1m", "tiny-qwen2-6m")
 DECODE_BATCHES = (1, 8, 32, 64, 128, 256)
+DECODE_PROMPTS = (32, 160)
+"""Prompt tokens of the decode points: a short prompt, and the long context of a multi-turn
+conversation (the presets hold 256 positions)."""
 DECODE_TOKENS = 16  # iterations per batch after the prefill one
-PREFILL_CASES = ((8, 32), (32, 64), (128, 32), (64, 96))  # (sequences, prompt tokens)
+PREFILL_CASES = ((8, 32), (32, 64), (128, 32), (64, 96), (8, 192), (32, 160))  # (sequences, prompt tokens)
 TRAIN_CASES = ((256, 12), (64, 40), (256, 40), (128, 120), (64, 200), (32, 180))  # (sequences, tokens each)
 
 
-def fit_decode(profile: dict[str, Any], points: list[tuple[str, int, float]]) -> tuple[float, float, float, float]:
-    """(eta_compute, t_fix_s, c_seq_s, worst relative error) of the cost model's decode
-    iteration fitted to (preset, batch, seconds) points.
+DecodePoint = tuple[str, int, int, float]
+"""(preset, batch, prompt tokens, seconds per decode iteration)."""
+
+
+def fit_decode(profile: dict[str, Any], points: list[DecodePoint]) -> tuple[float, float, float, float, float]:
+    """(eta_compute, t_fix_s, c_seq_s, eta_kv, worst relative error) of the cost model's decode
+    iteration fitted to decode points.
 
     A tiny model's decode GEMMs are far from the host's peak (one thread, 128-256 wide
     matrices), and with eta_compute left at the numpy figure its whole cost lands in c_seq,
     the same for both presets: 1.5x too slow for tiny-qwen2-1m at batch 256, 0.8x for 6m.
-    So eta_compute is searched on a grid, and t_fix, c_seq (both >= 0) fitted in relative
-    least squares for each value; the least worst error wins.
+    So eta_compute is searched on a grid, and t_fix, c_seq and the KV term's 1/eta_kv (all
+    >= 0) fitted in relative least squares for each value; the least worst error wins. The KV
+    term is the engine's, not numpy's: reading a growing cache through the model's attention
+    (and concatenating it) cost about 10x what a 1 GiB numpy read says per byte, so a
+    multi-turn rollout's long contexts came out 1.5x too fast.
     """
-    best: tuple[float, float, float, float] | None = None
+    kv_unit = [  # seconds of KV reads at eta_kv = 1, from the mean context of the timed iterations
+        b * (prompt + DECODE_TOKENS / 2) * MODEL_CATALOGUE[m].kv_bytes_per_token / profile["hbm_bytes_per_s"]
+        for m, b, prompt, _ in points
+    ]
+    best: tuple[float, float, float, float, float] | None = None
     for step in range(5, 101):
         eta = step / 100
         cost = RooflineCostModel(DeviceProfile(**{**profile, "t_fix_s": 0.0, "c_seq_s": 0.0, "eta_compute": eta}))
-        # Mean context over the timed iterations: 32 prompt tokens and half the replies.
-        rest = [
-            cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=b * (32 + DECODE_TOKENS / 2))
-            for m, b, _ in points
+        rest = [  # the weights and the GEMMs: the iteration without fixed costs and KV reads
+            cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=0.0) for m, b, _, _ in points
         ]
-        matrix = torch.tensor([[1.0 / t, b / t] for _, b, t in points], dtype=torch.float64)
-        target = torch.tensor([(t - r) / t for (_, _, t), r in zip(points, rest, strict=True)], dtype=torch.float64)
-        t_fix, c_seq = torch.linalg.lstsq(matrix, target.unsqueeze(1)).solution.squeeze(1).tolist()
-        if t_fix < 0 or c_seq < 0:
-            continue
-        err = worst_error(
-            [t_fix + c_seq * b + r for (_, b, _), r in zip(points, rest, strict=True)], [t for *_, t in points]
+        matrix = torch.tensor(
+            [[1.0 / t, b / t, kv / t] for (_, b, _, t), kv in zip(points, kv_unit, strict=True)], dtype=torch.float64
         )
-        if best is None or err < best[3]:
-            best = (eta, t_fix, c_seq, err)
+        target = torch.tensor([(t - r) / t for (*_, t), r in zip(points, rest, strict=True)], dtype=torch.float64)
+        t_fix, c_seq, inv_eta_kv = torch.linalg.lstsq(matrix, target.unsqueeze(1)).solution.squeeze(1).tolist()
+        if min(t_fix, c_seq, inv_eta_kv) <= 0:
+            continue
+        predicted = [
+            t_fix + c_seq * b + kv * inv_eta_kv + r for (_, b, _, _), kv, r in zip(points, kv_unit, rest, strict=True)
+        ]
+        err = worst_error(predicted, [t for *_, t in points])
+        if best is None or err < best[4]:
+            best = (eta, t_fix, c_seq, 1.0 / inv_eta_kv, err)
     if best is None:
-        raise SystemExit("decode: no eta_compute in 0.05-1.0 gives non-negative t_fix and c_seq")
+        raise SystemExit("decode: no eta_compute in 0.05-1.0 gives positive t_fix, c_seq and eta_kv")
     return best
 
 
@@ -143,12 +160,12 @@ class Subject:
     def ids(self, n: int) -> tuple[int, ...]:
         return tuple(self.rng.randrange(3, self.vocab) for _ in range(n))
 
-    def decode_iterations(self, batch: int) -> float:
-        """Mean seconds of a decode iteration with ``batch`` sequences running."""
+    def decode_iterations(self, batch: int, prompt: int) -> float:
+        """Mean seconds of a decode iteration with ``batch`` sequences of ``prompt`` tokens running."""
         engine = TorchRolloutEngine(self.model, pad_token_id=self.tokenizer.pad_token_id, max_num_seqs=256)
         sampling = SamplingParams(max_tokens=DECODE_TOKENS + 1, temperature=1.0, seed=1)
         for i in range(batch):
-            engine.add_request(RolloutRequest(f"r{i}", self.ids(32), sampling))
+            engine.add_request(RolloutRequest(f"r{i}", self.ids(prompt), sampling))
         engine.step()  # prefill
         t0 = time.perf_counter()
         for _ in range(DECODE_TOKENS):
@@ -249,14 +266,22 @@ def main() -> None:
     vocab = [f"Compute {a}+{b}. The sum is {a + b}. #### {a + b}" for a in range(40) for b in range(40)]
     subjects = [Subject(name, vocab) for name in PRESETS]
 
-    decode_points: list[tuple[str, int, float]] = []
+    decode_points: list[DecodePoint] = []
     for s in subjects:
-        s.decode_iterations(8)  # warm-up
-        for b in DECODE_BATCHES:
-            t = median_of(partial(s.decode_iterations, b))
-            decode_points.append((s.name, b, t))
-            print(f"decode   {s.name:14s} batch {b:4d}: {t * 1e3:7.2f} ms/iteration")
-    eta_compute, t_fix, c_seq, decode_err = fit_decode(profile, decode_points)
+        s.decode_iterations(8, 32)  # warm-up
+        for prompt in DECODE_PROMPTS:
+            for b in DECODE_BATCHES:
+                t = median_of(partial(s.decode_iterations, b, prompt))
+                decode_points.append((s.name, b, prompt, t))
+                print(f"decode   {s.name:14s} batch {b:4d} after {prompt:3d} tokens: {t * 1e3:7.2f} ms/iteration")
+    eta_compute, t_fix, c_seq, eta_kv, decode_err = fit_decode(profile, decode_points)
+    fitted_cost = RooflineCostModel(
+        DeviceProfile(**{**profile, "eta_compute": eta_compute, "t_fix_s": t_fix, "c_seq_s": c_seq, "eta_kv": eta_kv})
+    )
+    for m, b, prompt, t in decode_points:
+        context = b * (prompt + DECODE_TOKENS / 2)
+        predicted = fitted_cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=context)
+        print(f"decode   {m:14s} batch {b:4d} after {prompt:3d} tokens: fitted {predicted / t - 1:+5.0%}")
 
     def efficiency(points: list[tuple[float, float]]) -> float:
         """Fraction of peak the points reach: (FLOPs, seconds) pairs."""
@@ -266,7 +291,7 @@ def main() -> None:
     for s in subjects:
         for n, prompt in PREFILL_CASES:
             t = median_of(partial(s.prefill, n, prompt))
-            prefill_points.append((2.0 * s.params * n * prompt, t))
+            prefill_points.append((forward_flops(s.spec, tokens=n * prompt, square_tokens=n * prompt**2), t))
             print(f"prefill  {s.name:14s} {n:4d} x {prompt:3d} tokens: {t * 1e3:7.1f} ms")
     eta_prefill = efficiency(prefill_points)
 
@@ -288,6 +313,7 @@ def main() -> None:
         "eta_compute": eta_compute,
         "t_fix_s": round(t_fix, 6),
         "c_seq_s": round(c_seq, 7),
+        "eta_kv": round(eta_kv, 4),
         "eta_prefill": round(eta_prefill, 4),
         "mfu_forward": round(mfu_forward, 4),
         "mfu_train": round(mfu_train, 4),
@@ -295,7 +321,8 @@ def main() -> None:
     }
     print(f"\nfitted on {', '.join(PRESETS)} (one core, one torch thread); worst relative error of each fit:")
     print(
-        f"  eta_compute {eta_compute:.2f}, t_fix_s {t_fix * 1e3:.3f} ms, c_seq_s {c_seq * 1e6:.1f} us/sequence"
+        f"  eta_compute {eta_compute:.2f}, t_fix_s {t_fix * 1e3:.3f} ms, c_seq_s {c_seq * 1e6:.1f} us/sequence,"
+        f" eta_kv {eta_kv:.4f}"
         f"   (decode, {decode_err:.0%})"
     )
     print(f"  eta_prefill {eta_prefill:.4f}   ({err(prefill_points, eta_prefill):.0%})")

@@ -1317,6 +1317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "description": describe(name, device, plan, dtype, measured, carried, base_label, notes),
     }
     profile |= {k: round3(v) for k, v in values.items()}
+    profile["padded_kv_cache"] = False  # a GPU rolls out on vLLM: a paged cache, no padding
     points = {
         "profile": name,
         "device": hw_name,

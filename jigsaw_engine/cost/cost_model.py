@@ -93,9 +93,14 @@ class RooflineCostModel:
         # smooth max of the layer totals equals the sum of the per-op smooth maxes.
         return LINEAR_OPS_PER_LAYER * d.linear_op_overhead_s + smooth_max(weights_s, compute_s)
 
-    def prefill_s(self, model: ModelSpec, *, tokens: float, tp: int = 1) -> float:
+    def prefill_s(self, model: ModelSpec, *, tokens: float, tp: int = 1, square_tokens: float = 0.0) -> float:
+        """A prefill of ``tokens`` new tokens; ``square_tokens`` is the attention's score-matrix
+        size summed over sequences (a whole prompt of P tokens: P squared; n tokens appended to
+        a cached context of c: n x (c + n)). On a short prompt attention is noise beside 2N per
+        token; on a multi-turn conversation re-prefilled whole it is not."""
         d = self.device
-        return 2.0 * model.num_params * tokens / (tp * d.eta_prefill * d.peak_flops_bf16)
+        flops = forward_flops(model, tokens=tokens, square_tokens=square_tokens)
+        return flops / (tp * d.eta_prefill * d.peak_flops_bf16)
 
     def logprob_forward_s(self, model: ModelSpec, *, tokens: float, num_gpus: int, square_tokens: float = 0.0) -> float:
         """A log-prob forward over ``tokens``; ``square_tokens`` (the sum of each sequence's

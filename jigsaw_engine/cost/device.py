@@ -47,6 +47,11 @@ class DeviceProfile:
     intercept of time against weight bytes in Vidur's 1-16-token profiles; it is why small
     matrices reach a lower fraction of HBM bandwidth than large ones. Defaults to 0 (a pure
     roofline) for a profile not yet fitted to measurements."""
+    padded_kv_cache: bool = False
+    """The rollout engine keeps its running batch in one left-padded KV cache as wide as its
+    longest row, and prefills a group of prompts padded to the longest (the project's torch
+    engine, which the CPU profile measures): a decode iteration reads ``batch x longest
+    context`` tokens of cache, not their sum. False for paged engines (vLLM, SGLang)."""
     reward_s_per_sequence: float = 0.002
     """Wall time of a step's reward sub-stage per sequence: rule-based graders on CPU workers
     in parallel, about 2 ms a sequence beside GPU training; where grading happens inside the

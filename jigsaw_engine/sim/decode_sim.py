@@ -154,7 +154,7 @@ def _simulate_worker(
             continue
         # Admit what fits: a sequence reserves its full worst-case context, so it never
         # has to be preempted (vLLM preempts instead; same throughput when capacity is ample).
-        admitted_tokens = 0
+        admitted: list[int] = []
         while pending:
             s = pending[-1]
             need = s.plan.total_tokens
@@ -164,10 +164,10 @@ def _simulate_worker(
             reserved += need
             s.reserved = need
             context += s.plan.prompt_tokens
-            admitted_tokens += s.plan.prompt_tokens
+            admitted.append(s.plan.prompt_tokens)
             join(s, s.plan.prompt_tokens)
-        if admitted_tokens:
-            dt = cost.prefill_s(model, tokens=admitted_tokens, tp=tp)
+        if admitted:
+            dt = _prefill_s(cost, model, tp, admitted, prefix=0)
             t += dt
             out.prefill_s += dt
 
@@ -176,7 +176,7 @@ def _simulate_worker(
             out.tool_wait_s += max(0.0, wake_s - t)
             t = max(t, wake_s)
             context += _rejoin(s, join)
-            dt = cost.prefill_s(model, tokens=s.plan.tool_output_tokens if prefix_cache else s.context, tp=tp)
+            dt = _turn_prefill_s(cost, model, tp, [s], prefix_cache)
             t += dt
             out.prefill_s += dt
             continue
@@ -200,7 +200,10 @@ def _simulate_worker(
             per_iter = cost.decode_iteration_s(model, batch=batch, context_tokens=context, tp=tp)
             k = max(1, min(k, math.ceil((wake - t) / per_iter)))
         mean_context = context + batch * (k - 1) / 2.0
-        dt = k * cost.decode_iteration_s(model, batch=batch, context_tokens=mean_context, tp=tp)
+        read = mean_context  # KV tokens an iteration reads: the cache rows, or (padded) rows x widest
+        if cost.device.padded_kv_cache:
+            read = batch * (max(s.context_at(iteration) for _, _, s in running) + (k - 1) / 2.0)
+        dt = k * cost.decode_iteration_s(model, batch=batch, context_tokens=read, tp=tp)
         out.context_token_s += mean_context * dt
         t += dt
         out.decode_s += dt
@@ -225,13 +228,13 @@ def _simulate_worker(
                 context -= s.context
                 reserved -= s.reserved
 
-        rejoined_tokens = 0
+        rejoined: list[_Seq] = []
         while waiting and waiting[0][0] <= t:
             _, _, s = heapq.heappop(waiting)
             context += _rejoin(s, join)
-            rejoined_tokens += s.plan.tool_output_tokens if prefix_cache else s.context
-        if rejoined_tokens:
-            dt = cost.prefill_s(model, tokens=rejoined_tokens, tp=tp)
+            rejoined.append(s)
+        if rejoined:
+            dt = _turn_prefill_s(cost, model, tp, rejoined, prefix_cache)
             t += dt
             out.prefill_s += dt
 
@@ -244,6 +247,30 @@ def _remaining_plan(s: _Seq, left: int, iteration: int) -> SequencePlan:
     later = s.plan.turn_tokens[s.turn + 1 :]
     return SequencePlan(
         s.context_at(iteration), (left, *later), s.plan.tool_waits_s[s.turn :], s.plan.tool_output_tokens
+    )
+
+
+def _prefill_s(cost: RooflineCostModel, model: ModelSpec, tp: int, lengths: list[int], *, prefix: int) -> float:
+    """One prefill forward of ``lengths`` new tokens per sequence, each after ``prefix`` cached
+    tokens (attention: every new token over the whole context). A padded engine computes every
+    sequence at the longest length."""
+    if cost.device.padded_kv_cache:
+        lengths = [max(lengths)] * len(lengths)
+    square = sum(n * (prefix + n) for n in lengths)
+    return cost.prefill_s(model, tokens=sum(lengths), tp=tp, square_tokens=square)
+
+
+def _turn_prefill_s(
+    cost: RooflineCostModel, model: ModelSpec, tp: int, rejoined: list[_Seq], prefix_cache: bool
+) -> float:
+    """The prefill of turns rejoining after their tool calls: with a prefix cache the tools'
+    outputs, attending over the whole conversation; without, each whole conversation again."""
+    if not prefix_cache:
+        return _prefill_s(cost, model, tp, [s.context for s in rejoined], prefix=0)
+    # Tool outputs after cached conversations of different lengths: each is its own score matrix.
+    return sum(
+        _prefill_s(cost, model, tp, [s.plan.tool_output_tokens], prefix=s.context - s.plan.tool_output_tokens)
+        for s in rejoined
     )
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from jigsaw_engine.contracts import EventKind
 from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import MODEL_CATALOGUE, parse_pipeline_spec
+from jigsaw_engine.spec.models import ModelSpec
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 
@@ -61,14 +65,48 @@ def test_tool_wait_idles_the_worker() -> None:
 
 def test_without_a_prefix_cache_each_turn_prefills_the_whole_conversation() -> None:
     # 10 prompt tokens, 50 generated, a tool returns 30, 50 more: with a prefix cache the
-    # second turn prefills the tool's 30 tokens; without one, all 90 of the conversation.
+    # second turn prefills the tool's 30 tokens, each attending over the 90 of the conversation;
+    # without one, all 90 again (attention over 90 x 90).
     cost, model = make_cost(), MODEL_CATALOGUE["qwen2.5-1.5b"]
     plan = SequencePlan(10, (50, 50), (0.5,), 30)
     cached = simulate_worker(cost, model, [plan])
     uncached = simulate_worker(cost, model, [plan], prefix_cache=False)
-    assert cached.prefill_s == pytest.approx(cost.prefill_s(model, tokens=10) + cost.prefill_s(model, tokens=30))
-    assert uncached.prefill_s == pytest.approx(cost.prefill_s(model, tokens=10) + cost.prefill_s(model, tokens=90))
+    prompt_s = cost.prefill_s(model, tokens=10, square_tokens=10 * 10)
+    assert cached.prefill_s == pytest.approx(prompt_s + cost.prefill_s(model, tokens=30, square_tokens=30 * 90))
+    assert uncached.prefill_s == pytest.approx(prompt_s + cost.prefill_s(model, tokens=90, square_tokens=90 * 90))
+    assert uncached.prefill_s > cached.prefill_s
     assert uncached.decode_s == pytest.approx(cached.decode_s)  # the KV it decodes over is the same
+
+
+def test_a_padded_cache_pays_for_its_longest_row() -> None:
+    # Two sequences: prompts of 10 and 90 tokens, 20 tokens each. A paged engine prefills 100
+    # tokens and each decode iteration reads the two rows' own contexts; the torch engine's
+    # left-padded cache prefills both at 90 and reads 2 x the longer row.
+    cpu = make_cost("cpu").device
+    paged = RooflineCostModel(replace(cpu, padded_kv_cache=False))
+    padded = RooflineCostModel(replace(cpu, padded_kv_cache=True))
+    model = MODEL_CATALOGUE["tiny-qwen2-1m"]
+    ragged = [SequencePlan(10, (20,), (), 0), SequencePlan(90, (20,), (), 0)]
+    a, b = simulate_worker(paged, model, ragged), simulate_worker(padded, model, ragged)
+    assert a.prefill_s == pytest.approx(paged.prefill_s(model, tokens=100, square_tokens=10 * 10 + 90 * 90))
+    assert b.prefill_s == pytest.approx(paged.prefill_s(model, tokens=180, square_tokens=2 * 90 * 90))
+    # 20 iterations: the first at 100 tokens of cache (paged) or 2 x 90 (padded), each later one
+    # reading two more.
+    first, kv_s = paged.decode_iteration_s(model, batch=2, context_tokens=100), _kv_s(paged, model)
+    growth_s = 2 * (19 * 20 / 2) * kv_s
+    assert a.decode_s == pytest.approx(20 * first + growth_s)
+    assert b.decode_s == pytest.approx(20 * first + 20 * 80 * kv_s + growth_s)
+    # Rows of one length pad nothing: both engines cost the same.
+    even = [SequencePlan(50, (20,), (), 0)] * 2
+    paged_s = simulate_worker(paged, model, even).duration_s
+    assert simulate_worker(padded, model, even).duration_s == pytest.approx(paged_s)
+
+
+def _kv_s(cost: RooflineCostModel, model: ModelSpec) -> float:
+    """Seconds of reading one more token of KV cache in a decode iteration."""
+    return cost.decode_iteration_s(model, batch=2, context_tokens=1) - cost.decode_iteration_s(
+        model, batch=2, context_tokens=0
+    )
 
 
 def test_sampling_is_deterministic_per_seed_and_step() -> None:

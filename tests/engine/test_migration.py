@@ -42,7 +42,8 @@ def test_moved_sequences_are_re_prefilled_and_finished_in_full() -> None:
     alone = simulate_worker(cost, model, own)
     merged = simulate_worker(cost, model, own, arrivals=((0.5, moved),))
     assert merged.tokens_generated == alone.tokens_generated + 2 * 200  # not one token dropped
-    assert merged.prefill_s == pytest.approx(alone.prefill_s + cost.prefill_s(model, tokens=600))
+    rebuilt_s = cost.prefill_s(model, tokens=600, square_tokens=2 * 300 * 300)
+    assert merged.prefill_s == pytest.approx(alone.prefill_s + rebuilt_s)
     assert merged.arrival_tail_marks and merged.duration_s > alone.duration_s
 
 

@@ -4,7 +4,6 @@ recover known constants, and its plan for a GPU fits in the slot."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -20,18 +19,14 @@ from jigsaw_engine.cost import device as device_module
 from jigsaw_engine.cost.cost_model import RooflineCostModel, smooth_max
 from jigsaw_engine.cost.device import DeviceProfile
 from jigsaw_engine.spec import MODEL_CATALOGUE
+from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "measure_gpu_profile.py"
 
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("measure_gpu_profile", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_script("measure_gpu_profile")
 
 
 def load_profile(directory: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> DeviceProfile:

@@ -4,25 +4,18 @@ half of a run but not a warm-up in the first."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "soak_report.py"
+from tests.scripts import load_script
+
 MIB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
 def soak() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("soak_report", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("soak_report")
 
 
 def test_latencies_and_errors_fall_in_the_window_they_were_sent_in(soak: ModuleType) -> None:
