@@ -78,6 +78,11 @@ DecodePoint = tuple[str, int, int, float]
 """(preset, batch, prompt tokens, seconds per decode iteration)."""
 
 
+def decode_context(batch: int, prompt: int) -> float:
+    """Mean KV-cache tokens over a decode point's timed iterations: the prompts and half the replies."""
+    return batch * (prompt + DECODE_TOKENS / 2)
+
+
 def fit_decode(profile: dict[str, Any], points: list[DecodePoint]) -> tuple[float, float, float, float, float]:
     """(eta_compute, t_fix_s, c_seq_s, eta_kv, worst relative error) of the cost model's decode
     iteration fitted to decode points.
@@ -92,7 +97,7 @@ def fit_decode(profile: dict[str, Any], points: list[DecodePoint]) -> tuple[floa
     multi-turn rollout's long contexts came out 1.5x too fast.
     """
     kv_unit = [  # seconds of KV reads at eta_kv = 1, from the mean context of the timed iterations
-        b * (prompt + DECODE_TOKENS / 2) * MODEL_CATALOGUE[m].kv_bytes_per_token / profile["hbm_bytes_per_s"]
+        decode_context(b, prompt) * MODEL_CATALOGUE[m].kv_bytes_per_token / profile["hbm_bytes_per_s"]
         for m, b, prompt, _ in points
     ]
     best: tuple[float, float, float, float, float] | None = None
@@ -279,7 +284,7 @@ def main() -> None:
         DeviceProfile(**{**profile, "eta_compute": eta_compute, "t_fix_s": t_fix, "c_seq_s": c_seq, "eta_kv": eta_kv})
     )
     for m, b, prompt, t in decode_points:
-        context = b * (prompt + DECODE_TOKENS / 2)
+        context = decode_context(b, prompt)
         predicted = fitted_cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=context)
         print(f"decode   {m:14s} batch {b:4d} after {prompt:3d} tokens: fitted {predicted / t - 1:+5.0%}")
 

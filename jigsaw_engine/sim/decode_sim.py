@@ -167,7 +167,7 @@ def _simulate_worker(
             admitted.append(s.plan.prompt_tokens)
             join(s, s.plan.prompt_tokens)
         if admitted:
-            dt = _prefill_s(cost, model, tp, admitted, prefix=0)
+            dt = _prefill_s(cost, model, tp, admitted)
             t += dt
             out.prefill_s += dt
 
@@ -250,13 +250,16 @@ def _remaining_plan(s: _Seq, left: int, iteration: int) -> SequencePlan:
     )
 
 
-def _prefill_s(cost: RooflineCostModel, model: ModelSpec, tp: int, lengths: list[int], *, prefix: int) -> float:
-    """One prefill forward of ``lengths`` new tokens per sequence, each after ``prefix`` cached
-    tokens (attention: every new token over the whole context). A padded engine computes every
-    sequence at the longest length."""
+def _prefill_s(
+    cost: RooflineCostModel, model: ModelSpec, tp: int, lengths: list[int], prefixes: list[int] | None = None
+) -> float:
+    """One prefill forward of ``lengths`` new tokens per sequence, each after its ``prefixes``
+    cached tokens (none by default; attention: every new token over its whole context). A padded
+    engine computes every sequence at the longest length (and keeps no prefix cache)."""
     if cost.device.padded_kv_cache:
         lengths = [max(lengths)] * len(lengths)
-    square = sum(n * (prefix + n) for n in lengths)
+    before = prefixes or [0] * len(lengths)
+    square = sum(n * (p + n) for n, p in zip(lengths, before, strict=True))
     return cost.prefill_s(model, tokens=sum(lengths), tp=tp, square_tokens=square)
 
 
@@ -266,12 +269,9 @@ def _turn_prefill_s(
     """The prefill of turns rejoining after their tool calls: with a prefix cache the tools'
     outputs, attending over the whole conversation; without, each whole conversation again."""
     if not prefix_cache:
-        return _prefill_s(cost, model, tp, [s.context for s in rejoined], prefix=0)
-    # Tool outputs after cached conversations of different lengths: each is its own score matrix.
-    return sum(
-        _prefill_s(cost, model, tp, [s.plan.tool_output_tokens], prefix=s.context - s.plan.tool_output_tokens)
-        for s in rejoined
-    )
+        return _prefill_s(cost, model, tp, [s.context for s in rejoined])
+    outputs = [s.plan.tool_output_tokens for s in rejoined]
+    return _prefill_s(cost, model, tp, outputs, [s.context - n for s, n in zip(rejoined, outputs, strict=True)])
 
 
 def _rejoin(s: _Seq, join: Callable[[_Seq, int], None]) -> int:

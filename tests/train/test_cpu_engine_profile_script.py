@@ -30,7 +30,7 @@ def test_the_decode_fit_recovers_fixed_per_sequence_and_kv_costs(script: ModuleT
     for preset in script.PRESETS:
         for prompt in script.DECODE_PROMPTS:
             for batch in script.DECODE_BATCHES:
-                context = batch * (prompt + script.DECODE_TOKENS / 2)
+                context = script.decode_context(batch, prompt)
                 seconds = cost.decode_iteration_s(MODEL_CATALOGUE[preset], batch=batch, context_tokens=context)
                 points.append((preset, batch, prompt, seconds))
     eta_compute, t_fix, c_seq, eta_kv, worst = script.fit_decode(profile, points)
