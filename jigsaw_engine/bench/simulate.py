@@ -165,6 +165,12 @@ POLICIES["jigsaw-no-migration"] = Policy(
     graph_config=replace(JIGSAW_GRAPH, migrate_tails=False),
     plan=_jigsaw_plan("jigsaw-no-migration", JigsawOptions()),
 )
+POLICIES["jigsaw-no-early-logprobs"] = Policy(
+    "jigsaw-no-early-logprobs",
+    DedicatedScheduler,
+    graph_config=replace(JIGSAW_GRAPH, early_logprobs=False),
+    plan=_jigsaw_plan("jigsaw-no-early-logprobs", JigsawOptions()),
+)
 COMPOSITE = {
     "verl": ("verl-dedicated", "verl-serial"),
     "streamrl": ("streamrl-dedicated", "streamrl-serial"),

@@ -20,7 +20,14 @@ from jigsaw_engine.spec.mixes import build_mix, build_random_mix, mix_document
 from jigsaw_engine.spec.workload_file import WorkloadFile, parse_workload
 
 BASELINES = ("verl", "streamrl", "areal", "rollmux", "muxserve")
-ABLATIONS = ("greedy", "jigsaw-no-migration", "jigsaw-with-split", "jigsaw-no-resize", "jigsaw-rollout-only")
+ABLATIONS = (
+    "greedy",
+    "jigsaw-no-migration",
+    "jigsaw-no-early-logprobs",
+    "jigsaw-with-split",
+    "jigsaw-no-resize",
+    "jigsaw-rollout-only",
+)
 SUITE_POLICIES = (*BASELINES, "jigsaw", *ABLATIONS)
 SUITE_MIXES: tuple[tuple[str, str, str | None], ...] = (
     ("M0", "M0", None),

@@ -20,7 +20,7 @@ from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.runtime.protocol import Runtime
-from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
+from jigsaw_engine.sched.registry import graph_config_for, make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 
@@ -75,17 +75,19 @@ class LocalEngine:
         self._speed = speed
         self._real = real
         cost = RooflineCostModel(load_device_profile(cluster.device_type))
-        graph_config = replace(graph_config_for(scheduler), startup_s=STARTUP_S)
+        # Real jobs plan with the real graph options, and their torch rollout engines prefill
+        # each turn's whole conversation (no prefix cache).
+        graph_config = (
+            replace(real_graph_config_for(scheduler), prefix_cache=False)
+            if real is not None
+            else graph_config_for(scheduler)
+        )
         self._controller = ClusterController(
             cluster,
             cost,
             runtime=real.runtime if real is not None else None,
             scheduler=make_scheduler(scheduler, cluster, cost, real_pipelines=real is not None),
-            # Real jobs do not migrate tails yet (a real run's graph is synchronous), and their torch
-            # rollout engines prefill each turn's whole conversation (no prefix cache).
-            graph_config=replace(graph_config, migrate_tails=False, prefix_cache=False)
-            if real is not None
-            else graph_config,
+            graph_config=replace(graph_config, startup_s=STARTUP_S),
             step_reports=real.step_report if real is not None else None,
             estimate_verl=True,  # the cluster page's "throughput vs verl (estimated)"
             retain_ended_s=retention_s(speed),  # this engine runs for ever: keep only the recent past

@@ -37,7 +37,8 @@ def step_metrics(
     start = min(s.start_s for s in spans)
     end = max(s.end_s for s in spans)
     latency = end - start
-    rollout = [s for s in spans if s.worker is not None]
+    # A worker's own spans, less the log-prob forwards it may run once its rollout is done.
+    rollout = [s for s in spans if s.worker is not None and s.kind not in _STAGE_METRIC]
     metrics: dict[str, Any] = {
         "timing_s/step": latency,
         "timing_s/gen": max(s.end_s for s in rollout) - min(s.start_s for s in rollout),

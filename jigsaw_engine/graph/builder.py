@@ -49,6 +49,14 @@ class GraphConfig:
     """Interruptible rollouts (AReaL): a weight update lands during each step's generation and
     the in-flight sequences recompute their KV cache; charged as a ``prefill.interrupt`` node
     re-prefilling the worker's mean resident context (what is in flight at a random time)."""
+    early_logprobs: bool = False
+    """A sync step's log-prob forwards begin before its rollout ends: a worker that finishes
+    while another still decodes runs the old- and reference-policy forwards of its own
+    sequences on its own devices at once (per-sequence work, so the results are the same;
+    the reference weights are loaded from host memory first). Only the worker that finishes
+    last leaves its sequences to the forwards on every device of the step. Off with long-tail
+    migration (its sequences change workers) and for async pipelines, whose training part
+    is not the rollout's."""
 
 
 def split_by_worker(
@@ -137,24 +145,39 @@ def build_step_graph(
         migration_edges += [
             (chains[m.source][-1].node_id, a.node_id) for m, a in zip(moves, arrival_nodes, strict=True)
         ]
-    for chain in chains.values():
+    early = _early_forwards(cost, config, spec, chains, per_worker, step) if not migrations else {}
+    forward_ends: list[str] = []
+    for w, forwards in early.items():
+        rollout_ends.append(chains[w][-1].node_id)
+        forward_ends.append(forwards[-1].node_id)
+        chains[w] = chains[w] + forwards
+    for w, chain in chains.items():
         nodes += chain
         edges += [(a.node_id, b.node_id) for a, b in pairwise(chain)]
         if load is not None:
             edges.append((load.node_id, chain[0].node_id))
-        rollout_ends.append(chain[-1].node_id)
+        if w not in early:
+            rollout_ends.append(chain[-1].node_id)
     edges += migration_edges
 
     tokens = sum(p.total_tokens for p in plans)
     square = sum(p.total_tokens**2 for p in plans)  # attention grows with each sequence's length squared
     train_mem = TRAIN_STATE_BYTES_PER_PARAM * model.num_params / gpus
+    left = [p for w, wp in per_worker.items() if w not in early for p in wp]  # forwards not run early
     forward_s = (
-        cost.logprob_forward_s(model, tokens=tokens, num_gpus=gpus, square_tokens=square) + cost.device.stage_overhead_s
+        cost.logprob_forward_s(
+            model,
+            tokens=sum(p.total_tokens for p in left),
+            num_gpus=gpus,
+            square_tokens=sum(p.total_tokens**2 for p in left),
+        )
+        + cost.device.stage_overhead_s
     )
+    values_s = cost.logprob_forward_s(model, tokens=tokens, num_gpus=gpus, square_tokens=square)
     actor_update_s = cost.train_s(model, tokens=tokens, num_gpus=gpus, epochs=spec.ppo_epochs, square_tokens=square)
     update_s = actor_update_s + cost.device.stage_overhead_s
     if spec.algorithm is Algorithm.PPO:
-        update_s += forward_s + actor_update_s  # the critic: a values forward and its own update
+        update_s += values_s + cost.device.stage_overhead_s + actor_update_s  # the critic: a values forward, its update
 
     def stage(
         kind: SubStageKind, duration_s: float, devices: int, resource: ResourceClass, bucket: str | None = None
@@ -189,6 +212,7 @@ def build_step_graph(
     tail += [stage(SubStageKind.TRAIN, update_s / k, gpus, ResourceClass.COMPUTE, f"mb{i}") for i in range(k)]
     tail.append(stage(SubStageKind.WEIGHT_SYNC, cost.weight_sync_s(model), gpus, ResourceClass.MEMORY))
     edges += [(end, tail[0].node_id) for end in rollout_ends]
+    edges += [(end, tail[1].node_id) for end in forward_ends]  # the step's own forwards wait for them
     edges += [(a.node_id, b.node_id) for a, b in pairwise(tail)]
     nodes += tail
     lag = spec.staleness if spec.mode is SyncMode.ASYNC else 0
@@ -197,6 +221,65 @@ def build_step_graph(
 
 def _is_tail(node: SubStage) -> bool:
     return node.kind is SubStageKind.DECODE and node.bucket == "tail"
+
+
+def _early_forwards(
+    cost: RooflineCostModel,
+    config: GraphConfig,
+    spec: PipelineSpec,
+    chains: dict[int, list[SubStage]],
+    per_worker: dict[int, list[SequencePlan]],
+    step: int,
+) -> dict[int, list[SubStage]]:
+    """The forwards of the workers whose sequences are forwarded as soon as they finish (see
+    :attr:`GraphConfig.early_logprobs`): a worker that is not the last to finish and whose
+    forwards end before the last one does (they then cost the step no time; longer ones
+    would hold its training back)."""
+    if not config.early_logprobs or spec.mode is not SyncMode.SYNC or len(chains) < 2:
+        return {}
+    ends = {w: sum(n.duration_s for n in chain) for w, chain in chains.items()}
+    last_end = max(ends.values())
+    out: dict[int, list[SubStage]] = {}
+    for w in sorted(chains):
+        forwards = _worker_forwards(cost, spec, per_worker[w], step, w)
+        if ends[w] + sum(n.duration_s for n in forwards) <= last_end:
+            out[w] = forwards
+    return out
+
+
+def _worker_forwards(
+    cost: RooflineCostModel, spec: PipelineSpec, plans: list[SequencePlan], step: int, worker: int
+) -> list[SubStage]:
+    """The old-policy (and, for GRPO and PPO, reference) forwards of one worker's sequences on
+    its own ``tp`` devices, where its rollout engine holds the current weights; the reference
+    weights come from host memory first (charged on the first forward)."""
+    tp, model = spec.resources.tp, spec.model
+    kinds = [SubStageKind.OLD_LOGPROB]
+    if spec.algorithm in (Algorithm.GRPO, Algorithm.PPO):
+        kinds.append(SubStageKind.REF_LOGPROB)
+    tokens = sum(p.total_tokens for p in plans)
+    forward_s = (
+        cost.logprob_forward_s(model, tokens=tokens, num_gpus=tp, square_tokens=sum(p.total_tokens**2 for p in plans))
+        + cost.device.stage_overhead_s
+    )
+    load_s = cost.context_switch_s(model, num_gpus=tp, training=False) if len(kinds) > 1 else 0.0
+    mem = len(kinds) * model.weight_bytes_bf16 / tp
+    return [
+        SubStage(
+            f"s{step}/w{worker}/{kind.value}",
+            kind,
+            step,
+            worker,
+            None,
+            tp,
+            mem,
+            ResourceClass.COMPUTE,
+            forward_s + (load_s if i == 0 else 0.0),
+            tokens,
+            spec.resources.dp,
+        )
+        for i, kind in enumerate(kinds)
+    ]
 
 
 def _cut_at_tail_entry(chain: list[SubStage], rollout: WorkerRollout) -> list[SubStage]:

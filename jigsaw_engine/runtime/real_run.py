@@ -22,7 +22,7 @@ from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.errors import FieldError, SpecError
 from jigsaw_engine.runtime.real_jobs import check_real_spec
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime
-from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
+from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.sim.lengths import SequencePlan
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
@@ -141,7 +141,7 @@ def _run(
     prefix_cache: bool,
 ) -> dict[str, Any]:
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    graph_config = replace(graph_config_for(policy), migrate_tails=False, prefix_cache=prefix_cache)
+    graph_config = replace(real_graph_config_for(policy), prefix_cache=prefix_cache)
     executor = make_executor(specs, graph_config.train_minibatches, cluster)
     try:  # the executor holds processes and reserved devices: given back however the run ends
         runtime = RealRuntime(executor)
@@ -221,7 +221,7 @@ def predict_with_simulator(
     The gap to the real run is the cost model's error for this machine and these models.
     """
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    graph_config = replace(graph_config_for(policy), migrate_tails=False, prefix_cache=prefix_cache)
+    graph_config = replace(real_graph_config_for(policy), prefix_cache=prefix_cache)
     parsed = {pid: parse_pipeline_spec(spec) for pid, spec in specs.items()}
     by_spec = {id(spec): pid for pid, spec in parsed.items()}
 

@@ -46,7 +46,7 @@ from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode
 
-JIGSAW_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True, migrate_tails=True)
+JIGSAW_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True, migrate_tails=True, early_logprobs=True)
 """How Jigsaw's pipelines are cut into sub-stages: length-aware dispatch, an async worker's next
 rollout beside its tail, long-tail migration."""
 EPS = 1e-9

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
@@ -15,6 +17,13 @@ SERVICE_SCHEDULERS = ("jigsaw", "greedy", "dedicated")
 def graph_config_for(name: str) -> GraphConfig:
     """The sub-stage graph options each scheduler plans with."""
     return JIGSAW_GRAPH if name in ("jigsaw", "greedy") else GraphConfig()
+
+
+def real_graph_config_for(name: str) -> GraphConfig:
+    """The graph options for pipelines trained for real on this host. A real step is
+    synchronous and its job runs each log-prob forward over the whole batch, so two of the
+    simulator's mechanisms are off: tail migration and per-worker early forwards."""
+    return replace(graph_config_for(name), migrate_tails=False, early_logprobs=False)
 
 
 def make_scheduler(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import pytest
 
@@ -14,7 +13,7 @@ from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.runtime.ray.pipeline_actor import RayExecutor
 from jigsaw_engine.runtime.ray.placement import ACTOR_SHARE
 from jigsaw_engine.runtime.real_runtime import RealRuntime
-from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
+from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from tests.ray.conftest import all_cpus_free, eventually, free_cpus
 
@@ -39,7 +38,7 @@ def test_two_real_pipelines_share_the_cluster_as_actors(ray_cluster):
 
     # A search reply ("<search>question</search>") needs about 20 tokens.
     specs = {"arith": _spec("arith", "gsm8k", 0, 8), "search": _spec("search", "search", 1, 24)}
-    graph_config = replace(graph_config_for("jigsaw"), migrate_tails=False)
+    graph_config = real_graph_config_for("jigsaw")
     cluster = ClusterSpec(1, 2, "cpu")
     free_before = all_cpus_free()
     executor = RayExecutor(specs, train_parts=graph_config.train_minibatches, cluster=cluster)

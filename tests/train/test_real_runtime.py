@@ -18,7 +18,7 @@ from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline, check_real_spec
 from jigsaw_engine.runtime.real_pipeline import RealPipeline
 from jigsaw_engine.runtime.real_runtime import RealRuntime, ThreadExecutor
-from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
+from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 
@@ -48,7 +48,7 @@ def run_scheduled(pipeline: RealPipeline, spec: dict, policy: str) -> ClusterCon
         cost,
         runtime=RealRuntime(executor),
         scheduler=make_scheduler(policy, cluster, cost, real_pipelines=True),
-        graph_config=replace(graph_config_for(policy), migrate_tails=False),
+        graph_config=real_graph_config_for(policy),
     )
     controller.submit("arith", spec)
     controller.run_until_idle()
@@ -61,7 +61,7 @@ def test_scheduled_sub_stages_train_exactly_like_plain_steps():
     Jigsaw scheduler picks on the wall clock: the same rewards and the same final weights as
     calling run_step twice. The schedule changes when work runs, never what is learned."""
     spec = parse_pipeline_spec(tiny_spec("arith", num_gpus=2))
-    graph_config = replace(graph_config_for("jigsaw"), migrate_tails=False)
+    graph_config = real_graph_config_for("jigsaw")
     scheduled = build_real_pipeline(spec, train_parts=graph_config.train_minibatches, options=FAST)
     plain = build_real_pipeline(spec, train_parts=1, options=FAST)
     expected = [plain.job.run_step() for _ in range(2)]
@@ -216,7 +216,7 @@ def test_a_pipeline_grown_onto_a_spare_core_runs_its_steps_wider_and_learns_the_
     really generate on two workers, and it learns exactly what it learns on one (sampling is
     per episode)."""
     spec = parse_pipeline_spec(tiny_spec("arith", num_gpus=1, steps=3))
-    graph_config = replace(graph_config_for("jigsaw"), migrate_tails=False)
+    graph_config = real_graph_config_for("jigsaw")
     scheduled = build_real_pipeline(
         spec, train_parts=graph_config.train_minibatches, options=replace(FAST, rollout_workers=2)
     )
