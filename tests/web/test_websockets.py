@@ -378,6 +378,23 @@ async def test_a_socket_whose_consumer_dies_on_an_error_gives_its_slot_back(
     assert acme.user.pk not in consumers._open_streams
 
 
+@pytest.mark.asyncio
+async def test_a_socket_whose_channel_group_never_answers_closes_so_the_client_reconnects(
+    make_actor: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A channel-layer connection left stale by a Redis restart can hang instead of failing: the
+    # socket must not stay open and silent.
+    acme = await sync_to_async(make_actor)("acme")
+
+    async def hang(*args: Any) -> None:
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(get_channel_layer(), "group_add", hang)
+    monkeypatch.setattr(consumers, "CHANNEL_LAYER_TIMEOUT_S", 0.2)
+    assert await close_code("/ws/v1/tenant", bearer(acme.token)) == consumers.CLOSE_SERVER_ERROR
+    assert acme.user.pk not in consumers._open_streams
+
+
 # -- the bookkeeping alone --------------------------------------------------------------------
 def test_live_events_are_planned_around_duplicates_and_gaps() -> None:
     a, b = "00000000-0000-0000-0000-00000000000a", "00000000-0000-0000-0000-00000000000b"

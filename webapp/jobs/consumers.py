@@ -66,6 +66,7 @@ CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 CLOSE_FLOOD = 4429
 CLOSE_SERVER_ERROR = 1011
+CHANNEL_LAYER_TIMEOUT_S = 5.0
 
 READ_SCOPES = frozenset({"jobs:read", "admin"})
 
@@ -236,7 +237,14 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
             await self._close(refused)
             return
         assert self.group is not None
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        try:
+            # Bounded: a channel-layer connection left stale by a Redis restart can hang here,
+            # leaving an open socket that never sends; closed instead, the client reconnects.
+            await asyncio.wait_for(self.channel_layer.group_add(self.group, self.channel_name), CHANNEL_LAYER_TIMEOUT_S)
+        except TimeoutError:
+            logger.warning("live stream %s: joining its channel group timed out; closing", self.group)
+            await self._close(CLOSE_SERVER_ERROR)
+            return
         self.sender = asyncio.create_task(self._send_loop())
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -264,8 +272,10 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         group, self.group = self.group, None
         if group:
             try:
-                await self.channel_layer.group_discard(group, self.channel_name)
-            except Exception:  # e.g. Redis busy when hundreds close at once: the group entry expires
+                await asyncio.wait_for(
+                    self.channel_layer.group_discard(group, self.channel_name), CHANNEL_LAYER_TIMEOUT_S
+                )
+            except Exception:  # e.g. Redis busy or hung: the group entry expires by itself
                 logger.warning("could not leave %s; its membership expires by itself", group, exc_info=True)
         sender, self.sender = self.sender, None
         if sender is not None and sender is not asyncio.current_task():
