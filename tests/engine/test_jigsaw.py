@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 
@@ -116,6 +117,41 @@ def test_an_async_owner_with_no_step_behind_it_lends_until_its_rollout_ends() ->
         )  # fmt: skip
         tasks = sched.decide(view)
         assert [t.devices for t in tasks] == ([(0,)] if lent else []), (chain_s, recent)
+
+
+def test_a_disaggregated_owner_lends_its_generating_device_only_for_less_than_its_remaining_work() -> None:
+    # a runs async at staleness 4 on home {0, 1}: device 0 generates, device 1 trains; its recent
+    # steps took 25 s. Its rollouts may run steps ahead, so a loan of its idle generating device
+    # only delays rollouts its lag allows for, but one that outlasts all of a's remaining work
+    # (steps left x 25 s) would leave every one of its rollouts queueing behind its own updates on
+    # device 1. With 4 steps left (100 s): a 90 s chain of b's may borrow device 0, a 150 s chain
+    # may not (nor device 1: a's training waits at most 3 x 25 = 75 s). With 10 steps left
+    # (250 s) the 150 s chain may. Before a's first step ends there is nothing to project from,
+    # and the loan is made.
+    worker = SubStage("s0/w0/prefill", SubStageKind.PREFILL, 0, 0, None, 1, 20 * GB, ResourceClass.COMPUTE, 1.0)
+    busy = Task("b", _train(40.0), (2,))
+    cases = [
+        (90.0, {"a": 25.0}, (6, 10), True),
+        (150.0, {"a": 25.0}, (6, 10), False),
+        (150.0, {"a": 25.0}, (0, 10), True),
+        (150.0, {}, (6, 10), True),
+    ]
+    for chain_s, recent, progress, lent in cases:
+        specs = {
+            "a": parse_pipeline_spec(
+                make_spec(name="a", resources={"num_gpus": 2, "rollout_gpus": 1}, mode="async", staleness=4)
+            ),
+            "b": parse_pipeline_spec(make_spec(name="b", resources={"num_gpus": 1})),
+        }
+        sched = JigsawScheduler(make_cluster(3), make_cost(), JigsawOptions(resize=False))
+        assert sched.admit(ClusterView(0.0, 3, {}, (), specs, ("a", "b")), specs) == ["a", "b"]  # a {0, 1}, b {2}
+        view = ClusterView(
+            0.0, 3, {2: 1.0}, (), specs, (), progress={"a": progress, "b": (0, 10)}, recent_step_s=recent,
+            running=(busy,), rollout_done_s={"a": 10.0},
+        )  # fmt: skip
+        assert sched.resources_for_step(view, "a", progress[0]).rollout_gpus == 1  # device 0 generates
+        tasks = sched.decide(replace(view, ready=(ReadyStage("b", worker, chain_s=chain_s),)))
+        assert [t.devices for t in tasks] == ([(0,)] if lent else []), (chain_s, recent, progress)
 
 
 def test_a_higher_priority_pipeline_gets_a_contested_device_first() -> None:
