@@ -14,13 +14,23 @@ with one torch thread (a device of a CPU cluster is a core, see ``examples/real-
   of a decode iteration of :class:`TorchRolloutEngine` (KV cache, per-sequence seeded sampling)
   over the running batch (1-256), after prompts of 32 and of 160 tokens (see :func:`fit_decode`);
   each point's fitted error is printed;
-- eta_prefill: 2 FLOPs per parameter per prompt token, plus attention's, over the time of the
-  engine's prefill iteration (prompts of 32-192 tokens, 8-128 at once), against
-  ``peak_flops_bf16``;
-- mfu_forward, mfu_train: the time of :func:`batch_log_probs` and of a :class:`PolicyTrainer`
-  update (four optimizer steps and micro-batches as real tiny jobs cut them, AdamW, clipping) on batches of 64-256
-  sequences of 12-200 tokens, as the cost model charges them (``FRAMEWORK_FACTOR`` x 2 or 6
-  FLOPs per parameter per token plus attention's: :func:`forward_flops`, :func:`train_flops`);
+- prefill_fix_s, eta_prefill: the engine's prefill iteration (prompts of 8-192 tokens, 1-128
+  at once) as a fixed cost plus 2 FLOPs per parameter per prompt token, plus attention's, at
+  eta_prefill of ``peak_flops_bf16`` (a turn rejoining after a tool call is often prefilled
+  alone, where the fixed cost is most of it);
+- mfu_forward and forward_elementwise_s, mfu_train and train_elementwise_s: the time of
+  :func:`batch_log_probs` and of a :class:`PolicyTrainer` update (four optimizer steps and
+  micro-batches as real tiny jobs cut them, AdamW, clipping) on batches of 32-256 sequences of
+  12-200 tokens, as the cost model charges them: ``FRAMEWORK_FACTOR`` x 2 or 6 FLOPs per
+  parameter per token plus attention's (:func:`forward_flops`, :func:`train_flops`) at the MFU,
+  plus the work outside the matrix multiplies per token x layer x hidden size (see
+  :func:`fit_gemm_and_elementwise`);
+- parallel_fraction: the same forwards and updates on two cores (two torch threads, as a job's
+  node placed on two cores runs) against one, as Amdahl's fraction ``2 (1 - t2 / t1)``; kept
+  as it is on a machine with one core;
+- reference_s: the machine's speed while all of this ran, as the median time of
+  :func:`reference_seconds` at the start, the middle and the end (a real run times the same
+  work to scale its forecast by how much slower or faster the machine is then);
 - reward_s_per_sequence: a real grader (exact-match math answers) and the assembly of the
   training batch (:func:`collate`), per sequence: what a step's reward sub-stage does here.
 
@@ -53,6 +63,7 @@ from jigsaw_engine.models.presets import tiny_preset
 from jigsaw_engine.models.tokenizer_build import build_tokenizer
 from jigsaw_engine.rollout.protocol import RolloutRequest, SamplingParams
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
+from jigsaw_engine.runtime.machine_speed import reference_seconds
 from jigsaw_engine.runtime.real_jobs import (
     OPTIMIZER_STEPS_PER_UPDATE,
     TINY_MICRO_BATCH_OVERHEAD_TOKENS,
@@ -70,7 +81,20 @@ DECODE_PROMPTS = (32, 160)
 """Prompt tokens of the decode points: a short prompt, and the long context of a multi-turn
 conversation (the presets hold 256 positions)."""
 DECODE_TOKENS = 16  # iterations per batch after the prefill one
-PREFILL_CASES = ((8, 32), (32, 64), (128, 32), (64, 96), (8, 192), (32, 160))  # (sequences, prompt tokens)
+PREFILL_CASES = (
+    (1, 8),
+    (1, 64),
+    (4, 24),
+    (8, 32),
+    (32, 64),
+    (128, 32),
+    (64, 96),
+    (8, 192),
+    (32, 160),
+)  # (sequences, prompt tokens): the first three are turns rejoining alone or a few at once
+PARALLEL_CASES = ((256, 24), (128, 60), (32, 120))
+"""(sequences, tokens each) of the forwards and updates timed on one core and on two: the
+example jobs' batches (arithmetic, self-refinement, retrieval)."""
 TRAIN_CASES = ((256, 12), (64, 40), (256, 40), (128, 120), (64, 200), (32, 180))  # (sequences, tokens each)
 
 
@@ -123,6 +147,50 @@ def fit_decode(profile: dict[str, Any], points: list[DecodePoint]) -> tuple[floa
     if best is None:
         raise SystemExit("decode: no eta_compute in 0.05-1.0 gives positive t_fix, c_seq and eta_kv")
     return best
+
+
+def fit_prefill(points: list[tuple[float, float]], peak: float) -> tuple[float, float, float]:
+    """(prefill_fix_s, eta_prefill, worst relative error) of ``fix + flops / (eta x peak)``
+    fitted in relative least squares to (FLOPs, seconds) points."""
+    matrix = torch.tensor([[1.0 / t, f / peak / t] for f, t in points], dtype=torch.float64)
+    target = torch.ones(len(points), 1, dtype=torch.float64)
+    fix, inv_eta = torch.linalg.lstsq(matrix, target).solution.squeeze(1).tolist()
+    if fix < 0:  # no fixed cost to be seen: FLOPs alone
+        fix, inv_eta = 0.0, fit_scale([f / peak for f, _ in points], [t for _, t in points])
+    predicted = [fix + f / peak * inv_eta for f, _ in points]
+    return fix, 1.0 / inv_eta, worst_error(predicted, [t for _, t in points])
+
+
+def fit_gemm_and_elementwise(points: list[tuple[float, float, float]], peak: float) -> tuple[float, float, float]:
+    """(mfu, elementwise seconds per token x layer x hidden, worst relative error) of
+    ``FLOPs / (mfu x peak) + k x token_layer_hidden`` fitted in relative least squares to
+    (FLOPs, token x layer x hidden, seconds) points. With the MFU alone, tiny-qwen2-1m's
+    updates came out 0-22% short and tiny-qwen2-6m's 4-18% long: a narrow model spends more
+    of its time beside its matrix multiplies, per FLOP, than a wide one."""
+    matrix = torch.tensor([[f / peak / t, h / t] for f, h, t in points], dtype=torch.float64)
+    target = torch.ones(len(points), 1, dtype=torch.float64)
+    inv_mfu, k = torch.linalg.lstsq(matrix, target).solution.squeeze(1).tolist()
+    if k < 0:  # nothing beside the FLOPs to be seen
+        k, inv_mfu = 0.0, fit_scale([f / peak for f, _, _ in points], [t for _, _, t in points])
+    predicted = [f / peak * inv_mfu + k * h for f, h, _ in points]
+    return 1.0 / inv_mfu, k, worst_error(predicted, [t for _, _, t in points])
+
+
+def amdahl_fraction(one: float, two: float) -> float:
+    """Amdahl's parallel fraction from a time on one core and on two, within [0, 1]."""
+    return min(1.0, max(0.0, 2.0 * (1.0 - two / one)))
+
+
+def on_cores(cores: set[int], fn: Callable[[], tuple[float, float]]) -> tuple[float, float]:
+    """``fn`` run on ``cores`` with a torch thread each; back to one thread where it was after."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    torch.set_num_threads(len(cores))
+    try:
+        return fn()
+    finally:
+        os.sched_setaffinity(0, before)
+        torch.set_num_threads(1)
 
 
 def median_of(fn: Callable[[], float], repeats: int = 3) -> float:
@@ -263,14 +331,16 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="store the constants into the CPU profile")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
+    if cores:
+        os.sched_setaffinity(0, {cores[0]})
     torch.set_num_threads(1)
     profile = json.loads(args.out.read_text())
     peak = profile["peak_flops_bf16"]
     vocab = [f"Compute {a}+{b}. The sum is {a + b}. #### {a + b}" for a in range(40) for b in range(40)]
     subjects = [Subject(name, vocab) for name in PRESETS]
 
+    references = [reference_seconds()]
     decode_points: list[DecodePoint] = []
     for s in subjects:
         s.decode_iterations(8, 32)  # warm-up
@@ -288,41 +358,57 @@ def main() -> None:
         predicted = fitted_cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=context)
         print(f"decode   {m:14s} batch {b:4d} after {prompt:3d} tokens: fitted {predicted / t - 1:+5.0%}")
 
-    def efficiency(points: list[tuple[float, float]]) -> float:
-        """Fraction of peak the points reach: (FLOPs, seconds) pairs."""
-        return fit_scale([f / peak for f, _ in points], [t for _, t in points]) ** -1
-
+    references.append(reference_seconds())
     prefill_points = []
     for s in subjects:
         for n, prompt in PREFILL_CASES:
             t = median_of(partial(s.prefill, n, prompt))
             prefill_points.append((forward_flops(s.spec, tokens=n * prompt, square_tokens=n * prompt**2), t))
             print(f"prefill  {s.name:14s} {n:4d} x {prompt:3d} tokens: {t * 1e3:7.1f} ms")
-    eta_prefill = efficiency(prefill_points)
+    prefill_fix, eta_prefill, prefill_err = fit_prefill(prefill_points, peak)
 
     forward_points, train_points = [], []
     for s in subjects:
         for n, tokens in TRAIN_CASES:
             t, flops = s.forward(n, tokens)
-            forward_points.append((FRAMEWORK_FACTOR * flops, t))
+            hidden_passes = n * tokens * s.spec.num_layers * s.spec.hidden_size
+            forward_points.append((FRAMEWORK_FACTOR * flops, hidden_passes, t))
             t_train, flops = s.train(n, tokens)
-            train_points.append((FRAMEWORK_FACTOR * flops, t_train))
+            train_points.append((FRAMEWORK_FACTOR * flops, hidden_passes, t_train))
             print(f"forward  {s.name:14s} {n:4d} x ~{tokens:3d} tokens: {t:6.3f} s   train {t_train:6.3f} s")
-    mfu_forward, mfu_train = efficiency(forward_points), efficiency(train_points)
+    mfu_forward, forward_elementwise, forward_err = fit_gemm_and_elementwise(forward_points, peak)
+    mfu_train, train_elementwise, train_err = fit_gemm_and_elementwise(train_points, peak)
+    fractions = []
+    if len(cores) >= 2:
+        two = set(cores[:2])
+        for s in subjects:
+            for n, tokens in PARALLEL_CASES:
+                for kind, fn in (("forward", s.forward), ("train", s.train)):
+                    one_s, _ = fn(n, tokens)
+                    two_s, _ = on_cores(two, partial(fn, n, tokens))
+                    fractions.append(amdahl_fraction(one_s, two_s))
+                    print(
+                        f"{kind:8s} {s.name:14s} {n:4d} x ~{tokens:3d} tokens: one core {one_s:6.3f} s,"
+                        f" two {two_s:6.3f} s: parallel fraction {fractions[-1]:.2f}"
+                    )
+    parallel_fraction = statistics.median(fractions) if fractions else profile.get("parallel_fraction", 1.0)
     reward_s = reward_s_per_sequence(subjects[0])
-
-    def err(points: list[tuple[float, float]], eff: float) -> float:
-        return worst_error([f / (eff * peak) for f, _ in points], [t for _, t in points])
+    references.append(reference_seconds())
 
     fitted = {
         "eta_compute": eta_compute,
         "t_fix_s": round(t_fix, 6),
         "c_seq_s": round(c_seq, 7),
         "eta_kv": round(eta_kv, 4),
+        "prefill_fix_s": round(prefill_fix, 6),
         "eta_prefill": round(eta_prefill, 4),
+        "parallel_fraction": round(parallel_fraction, 3),
         "mfu_forward": round(mfu_forward, 4),
         "mfu_train": round(mfu_train, 4),
+        "forward_elementwise_s": float(f"{forward_elementwise:.4g}"),
+        "train_elementwise_s": float(f"{train_elementwise:.4g}"),
         "reward_s_per_sequence": round(reward_s, 7),
+        "reference_s": round(statistics.median(references), 5),
     }
     print(f"\nfitted on {', '.join(PRESETS)} (one core, one torch thread); worst relative error of each fit:")
     print(
@@ -330,10 +416,16 @@ def main() -> None:
         f" eta_kv {eta_kv:.4f}"
         f"   (decode, {decode_err:.0%})"
     )
-    print(f"  eta_prefill {eta_prefill:.4f}   ({err(prefill_points, eta_prefill):.0%})")
-    print(f"  mfu_forward {mfu_forward:.4f}   ({err(forward_points, mfu_forward):.0%})")
-    print(f"  mfu_train   {mfu_train:.4f}   ({err(train_points, mfu_train):.0%})")
+    print(f"  prefill_fix_s {prefill_fix * 1e3:.3f} ms, eta_prefill {eta_prefill:.4f}   ({prefill_err:.0%})")
+    print(f"  mfu_forward {mfu_forward:.4f}, forward_elementwise_s {forward_elementwise:.3e}   ({forward_err:.0%})")
+    print(f"  mfu_train   {mfu_train:.4f}, train_elementwise_s {train_elementwise:.3e}   ({train_err:.0%})")
+    spread = f"{min(fractions):.2f}-{max(fractions):.2f}" if fractions else "not measured: one core"
+    print(f"  parallel_fraction {parallel_fraction:.3f}   (median of {len(fractions)} points, {spread})")
     print(f"  reward_s_per_sequence {reward_s * 1e6:.1f} us")
+    print(
+        f"  reference_s {statistics.median(references) * 1e3:.1f} ms   (start, middle, end:"
+        f" {', '.join(f'{r * 1e3:.1f}' for r in references)} ms)"
+    )
     if args.write:
         profile.update(fitted)
         args.out.write_text(json.dumps(profile, indent=2) + "\n")

@@ -100,14 +100,30 @@ class RooflineCostModel:
         token; on a multi-turn conversation re-prefilled whole it is not."""
         d = self.device
         flops = forward_flops(model, tokens=tokens, square_tokens=square_tokens)
-        return flops / (tp * d.eta_prefill * d.peak_flops_bf16)
+        return d.prefill_fix_s + flops / (tp * d.eta_prefill * d.peak_flops_bf16)
+
+    def kv_copy_s(self, model: ModelSpec, *, tokens: float, tp: int = 1) -> float:
+        """One pass over ``tokens`` of KV cache outside attention: a padded engine (see
+        :attr:`DeviceProfile.padded_kv_cache`) copies its whole cache, widened to its longest
+        row, to merge rows that join a running batch. Charged at the engine's own rate per
+        byte of cache (``eta_kv``, which a decode iteration's concatenation is fitted into)."""
+        d = self.device
+        return tokens * model.kv_bytes_per_token / (tp * d.eta_kv * d.hbm_bytes_per_s)
+
+    def parallel_devices(self, num_gpus: int) -> float:
+        """How many devices' worth of speed a forward or an update gets from ``num_gpus``
+        devices (:attr:`DeviceProfile.parallel_fraction`; all of them on GPU clusters)."""
+        f = self.device.parallel_fraction
+        return 1.0 / ((1.0 - f) + f / max(1, num_gpus))
 
     def logprob_forward_s(self, model: ModelSpec, *, tokens: float, num_gpus: int, square_tokens: float = 0.0) -> float:
         """A log-prob forward over ``tokens``; ``square_tokens`` (the sum of each sequence's
         length squared) adds attention, which outgrows 2N per token on long sequences."""
         d = self.device
         flops = forward_flops(model, tokens=tokens, square_tokens=square_tokens)
-        return FRAMEWORK_FACTOR * flops / (num_gpus * d.mfu_forward * d.peak_flops_bf16)
+        elementwise_s = d.forward_elementwise_s * tokens * model.num_layers * model.hidden_size
+        gemm_s = FRAMEWORK_FACTOR * flops / (d.mfu_forward * d.peak_flops_bf16)
+        return (gemm_s + elementwise_s) / self.parallel_devices(num_gpus)
 
     def train_s(
         self, model: ModelSpec, *, tokens: float, num_gpus: int, epochs: int = 1, square_tokens: float = 0.0
@@ -115,7 +131,9 @@ class RooflineCostModel:
         d = self.device
         flops = train_flops(model, tokens=tokens, square_tokens=square_tokens) * epochs
         adam_s = 16.0 * model.num_params / (num_gpus * d.hbm_bytes_per_s)
-        return FRAMEWORK_FACTOR * flops / (num_gpus * d.mfu_train * d.peak_flops_bf16) + adam_s
+        elementwise_s = d.train_elementwise_s * tokens * epochs * model.num_layers * model.hidden_size
+        gemm_s = FRAMEWORK_FACTOR * flops / (d.mfu_train * d.peak_flops_bf16)
+        return (gemm_s + elementwise_s) / self.parallel_devices(num_gpus) + adam_s
 
     def weight_sync_s(self, model: ModelSpec) -> float:
         d = self.device

@@ -4,7 +4,7 @@ replaces a modelled one without code changes."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 
@@ -52,10 +52,68 @@ class DeviceProfile:
     longest row, and prefills a group of prompts padded to the longest (the project's torch
     engine, which the CPU profile measures): a decode iteration reads ``batch x longest
     context`` tokens of cache, not their sum. False for paged engines (vLLM, SGLang)."""
+    prefill_fix_s: float = 0.0
+    """Fixed cost of one prefill call, whatever it prefills (a forward through every layer:
+    kernel launches, cache set-up), seconds. A multi-turn rollout prefills each turn that
+    rejoins after a tool call on its own, so a tiny model pays this many times a step (2 ms
+    for one 8-token prompt on tiny-qwen2-1m against 0.2 ms of its FLOPs). 0 charges prefills
+    by FLOPs alone, as the GPU profiles do (not yet fitted there)."""
+    forward_elementwise_s: float = 0.0
+    """Seconds per token, per layer and per unit of hidden size of a log-prob forward's work
+    outside its matrix multiplies (norms, activations, rotary embeddings, residual adds:
+    passes over the hidden state). Beside a tiny model's small matrices this is a fifth of
+    the time, and more for narrower models, so one MFU fitted over 1M and 6M presets was
+    20% off on each (the wrong way round); 0 where FLOPs alone are charged (the GPU profiles)."""
+    train_elementwise_s: float = 0.0
+    """The same for an update (forward and backward), per trained token."""
+    parallel_fraction: float = 1.0
+    """Share of a log-prob forward's or an update's time that divides over the devices one job
+    trains on (Amdahl's law): on ``n`` devices it takes ``(1 - f) + f / n`` of its time on one.
+    1 is perfect data parallelism, as FSDP across GPUs gives a full-size model. A CPU cluster's
+    devices are cores serving the torch threads of one process, and a tiny model's 128-wide
+    matrices hardly divide: measured, not assumed (``scripts/measure_cpu_engine_profile.py``)."""
+    reference_s: float | None = None
+    """Seconds of :func:`jigsaw_engine.runtime.machine_speed.reference_seconds` on this host
+    while the profile was measured: a real run times the same work beside itself and scales
+    its forecast by the ratio (:func:`slowed_down`). None where the profile was not measured
+    on the host it forecasts (the GPU profiles)."""
     reward_s_per_sequence: float = 0.002
     """Wall time of a step's reward sub-stage per sequence: rule-based graders on CPU workers
     in parallel, about 2 ms a sequence beside GPU training; where grading happens inside the
     episodes, only the assembly of the training batch is left (tens of microseconds)."""
+
+
+TIME_FIELDS = (
+    "t_fix_s",
+    "c_seq_s",
+    "prefill_fix_s",
+    "forward_elementwise_s",
+    "train_elementwise_s",
+    "linear_op_overhead_s",
+    "sync_alpha_s",
+    "stage_overhead_s",
+    "reward_s_per_sequence",
+)
+RATE_FIELDS = (
+    "peak_flops_bf16",
+    "hbm_bytes_per_s",
+    "nvlink_bytes_per_s",
+    "inter_node_bytes_per_s",
+    "pcie_bytes_per_s",
+    "sync_bytes_per_s",
+)
+
+
+def slowed_down(profile: DeviceProfile, factor: float) -> DeviceProfile:
+    """``profile``'s host running ``factor`` times slower: every fixed time longer and every
+    rate lower by ``factor`` (efficiencies are fractions of the rates, so they stay), so every
+    sub-stage the cost model charges takes ``factor`` times as long (but a parked job's fixed
+    wake-up, ``WAKE_S``, which no CPU run pays)."""
+    if factor <= 0:
+        raise ValueError(f"factor: must be > 0, got {factor}")
+    changes: dict[str, float] = {name: getattr(profile, name) * factor for name in TIME_FIELDS}
+    changes |= {name: getattr(profile, name) / factor for name in RATE_FIELDS}
+    return replace(profile, **changes)  # type: ignore[arg-type]
 
 
 @cache

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jigsaw_engine.errors import JigsawError, SpecError
+from jigsaw_engine.runtime.machine_speed import reference_seconds
 from jigsaw_engine.runtime.real_jobs import RealJobOptions
 from jigsaw_engine.runtime.real_run import REAL_POLICIES, ExecutorFactory, RealPolicy, run_real_workload
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, ThreadExecutor
@@ -98,7 +99,10 @@ def _print_summary(result: dict[str, Any]) -> None:
         rate, makespan = figures["throughput_tokens_per_s"], figures["makespan_s"]
         predicted = figures["predicted_makespan_s"]
         print(f"{name:10s} {rate:9.0f} {makespan:11.1f} {max(ratios):14.2f} {predicted:15.1f}{chosen}")
-    print("\nsimulator forecast per pipeline: step latency error, and sim/real seconds by sub-stage")
+    print(
+        "\nsimulator forecast per pipeline: step latency error (at the profile's speed), and sim/real"
+        " seconds by sub-stage; the machine's slowdown against its profile first"
+    )
     for name, figures in result["policies"].items():
         if name == "verl":
             continue  # a copy of serial or dedicated
@@ -106,7 +110,8 @@ def _print_summary(result: dict[str, Any]) -> None:
             real, sim = f["stage_seconds"]["real"], f["stage_seconds"]["predicted"]
             kinds = sorted(set(real) | set(sim), key=lambda k: -real.get(k, 0.0))
             stages = "  ".join(f"{k} {sim.get(k, 0.0):.1f}/{real.get(k, 0.0):.1f}" for k in kinds)
-            print(f"{name:10s} {pid:18s} {f['prediction_error']:+6.0%}  {stages}")
+            errors = f"{f['prediction_error']:+6.0%} ({f['prediction_error_at_profile_speed']:+4.0%})"
+            print(f"{name:10s} x{figures['machine_slowdown']:.2f} {pid:18s} {errors}  {stages}")
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -153,6 +158,7 @@ def run_command(args: argparse.Namespace) -> int:
             steps=args.steps,
             prefix_cache=args.rollout_engine == "vllm",
             progress=LiveProgress(),
+            machine_speed=reference_seconds,
         )
     except SpecError as exc:
         for error in exc.errors:

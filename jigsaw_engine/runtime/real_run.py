@@ -14,11 +14,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, Literal
 
 from jigsaw_engine.control.cluster_controller import ClusterController, TimelineSpan
 from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.cost.device import load_device_profile, slowed_down
 from jigsaw_engine.errors import FieldError, SpecError
 from jigsaw_engine.runtime.real_jobs import check_real_spec
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime
@@ -35,6 +36,9 @@ ExecutorFactory = Callable[[Mapping[str, Mapping[str, Any]], int, ClusterSpec], 
 """Builds the executor for a set of pipelines (id -> spec), the train parts per step, on the cluster."""
 Progress = Callable[[str, Mapping[str, tuple[int, int]]], None]
 """(policy, pipeline id -> (steps done, total steps)), after every event."""
+MachineSpeed = Callable[[], float]
+"""Seconds of the profile's reference work on this machine now
+(:func:`jigsaw_engine.runtime.machine_speed.reference_seconds`)."""
 
 
 def check_real_workload(workload: WorkloadFile, *, steps: int | None) -> dict[str, dict[str, Any]]:
@@ -67,11 +71,16 @@ def run_real_workload(
     steps: int | None = None,
     progress: Progress | None = None,
     prefix_cache: bool = False,
+    machine_speed: MachineSpeed | None = None,
 ) -> dict[str, Any]:
     """Each policy's real run of ``workload`` beside the simulator's forecast of it.
     ``prefix_cache``: the rollout engine keeps conversations' KV cache across turns (vLLM; the
-    torch engine prefills each turn's whole conversation), as the graphs must charge it."""
+    torch engine prefills each turn's whole conversation), as the graphs must charge it.
+    ``machine_speed``, timed before and after each run, scales the forecast's profile by how
+    much slower the machine runs than when the profile was measured (its ``reference_s``);
+    without it, or for a profile with no reference, the forecast takes the profile as it is."""
     specs = check_real_workload(workload, steps=steps)
+    run = partial(_run, make_executor=make_executor, progress=progress, prefix_cache=prefix_cache, speed=machine_speed)
     result: dict[str, Any] = {
         "cluster": {"num_devices": workload.cluster.num_devices, "device_type": workload.cluster.device_type},
         "policies": {},
@@ -79,15 +88,10 @@ def run_real_workload(
     }
     for policy in policies:
         if policy == "serial":
-            runs = [
-                _run_alone(workload.cluster, pid, spec, make_executor, progress, prefix_cache)
-                for pid, spec in specs.items()
-            ]
+            runs = [_run_alone(workload.cluster, pid, spec, run) for pid, spec in specs.items()]
             result["policies"]["serial"] = _merge_serial(runs)
         else:
-            result["policies"][policy] = _run(
-                workload.cluster, policy, specs, make_executor, progress, label=policy, prefix_cache=prefix_cache
-            )
+            result["policies"][policy] = run(workload.cluster, policy, specs, label=policy)
     verl = [p for p in ("serial", "dedicated") if p in result["policies"]]
     if verl:
         best = max(verl, key=lambda p: result["policies"][p]["throughput_tokens_per_s"])
@@ -98,12 +102,7 @@ def run_real_workload(
 
 
 def _run_alone(
-    cluster: ClusterSpec,
-    pid: str,
-    spec: Mapping[str, Any],
-    make_executor: ExecutorFactory,
-    progress: Progress | None,
-    prefix_cache: bool,
+    cluster: ClusterSpec, pid: str, spec: Mapping[str, Any], run: Callable[..., dict[str, Any]]
 ) -> dict[str, Any]:
     """verl-serial's turn for one pipeline: the cluster to itself. Its best configuration is
     searched, as the simulator does for every baseline: the width it asked for, and every
@@ -116,17 +115,9 @@ def _run_alone(
     runs = []
     for width in widths:
         resized = {**spec, "resources": {**dict(spec.get("resources", {})), "num_gpus": width}}
-        run = _run(
-            cluster,
-            "dedicated",
-            {pid: resized},
-            make_executor,
-            progress,
-            label=f"serial/{width}",
-            prefix_cache=prefix_cache,
-        )
-        run["pipelines"][pid]["serial_width"] = width
-        runs.append(run)
+        figures = run(cluster, "dedicated", {pid: resized}, label=f"serial/{width}")
+        figures["pipelines"][pid]["serial_width"] = width
+        runs.append(figures)
     return min(runs, key=lambda r: r["makespan_s"])
 
 
@@ -134,13 +125,16 @@ def _run(
     cluster: ClusterSpec,
     policy: str,
     specs: Mapping[str, Mapping[str, Any]],
+    *,
     make_executor: ExecutorFactory,
     progress: Progress | None,
-    *,
     label: str,
     prefix_cache: bool,
+    speed: MachineSpeed | None,
 ) -> dict[str, Any]:
-    cost = RooflineCostModel(load_device_profile(cluster.device_type))
+    profile = load_device_profile(cluster.device_type)
+    reference_s = [speed()] if speed is not None and profile.reference_s else []
+    cost = RooflineCostModel(profile)
     graph_config = replace(real_graph_config_for(policy), prefix_cache=prefix_cache)
     executor = make_executor(specs, graph_config.train_minibatches, cluster)
     try:  # the executor holds processes and reserved devices: given back however the run ends
@@ -174,6 +168,8 @@ def _run(
         shutdown = getattr(executor, "shutdown", None)
         if shutdown is not None:
             shutdown()
+    if reference_s and speed is not None:
+        reference_s.append(speed())
     failed = {pid: controller.state_of(pid).value for pid in specs if controller.state_of(pid).value != "succeeded"}
     if failed:
         raise RuntimeError(f"{label}: pipelines did not finish: {failed}")
@@ -190,13 +186,22 @@ def _run(
             "score_mean_per_step": [round(m["critic/score/mean"], 4) for m in steps],
             "completion_s": run.ended_s,
         }
-    predicted = predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache)
+    # The machine's slowdown against the profile's moment: the mean of before and after.
+    slowdown = sum(reference_s) / len(reference_s) / profile.reference_s if reference_s and profile.reference_s else 1.0
+    predicted = predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache, slowdown=slowdown)
+    as_profiled = (
+        predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache)
+        if slowdown != 1.0
+        else predicted
+    )
     real_stages = stage_seconds(controller.timeline)
     for pid, figures in pipelines.items():
         figures["predicted_step_latency_s"] = predicted["pipelines"][pid]
         figures["prediction_error"] = predicted["pipelines"][pid] / figures["step_latency_s"] - 1.0
+        figures["prediction_error_at_profile_speed"] = as_profiled["pipelines"][pid] / figures["step_latency_s"] - 1.0
         figures["stage_seconds"] = {"real": real_stages.get(pid, {}), "predicted": predicted["stages"].get(pid, {})}
     return {
+        "machine_slowdown": slowdown,
         "throughput_tokens_per_s": tokens / makespan_s,
         "makespan_s": makespan_s,
         "tokens": int(tokens),
@@ -214,13 +219,15 @@ def predict_with_simulator(
     plans: Mapping[str, Mapping[int, list[SequencePlan]]],
     *,
     prefix_cache: bool,
+    slowdown: float = 1.0,
 ) -> dict[str, Any]:
     """The simulator's forecast of the run just made: same controller, scheduler and cost
-    profile, replaying the sequences the real run produced (lengths, turns, tool waits).
+    profile, replaying the sequences the real run produced (lengths, turns, tool waits), on
+    the profile's machine ``slowdown`` times slower (:func:`slowed_down`).
 
     The gap to the real run is the cost model's error for this machine and these models.
     """
-    cost = RooflineCostModel(load_device_profile(cluster.device_type))
+    cost = RooflineCostModel(slowed_down(load_device_profile(cluster.device_type), slowdown))
     graph_config = replace(real_graph_config_for(policy), prefix_cache=prefix_cache)
     parsed = {pid: parse_pipeline_spec(spec) for pid, spec in specs.items()}
     by_spec = {id(spec): pid for pid, spec in parsed.items()}
@@ -293,6 +300,7 @@ def _merge_serial(runs: list[dict[str, Any]]) -> dict[str, Any]:
     predicted = sum(r["predicted_makespan_s"] for r in runs)
     overheads = sorted(r["node_overhead_s_median"] for r in runs)
     return {
+        "machine_slowdown": sum(r["machine_slowdown"] * r["makespan_s"] for r in runs) / makespan,
         "node_overhead_s_median": overheads[len(overheads) // 2],
         "throughput_tokens_per_s": tokens / makespan,
         "makespan_s": makespan,

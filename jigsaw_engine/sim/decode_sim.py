@@ -155,6 +155,7 @@ def _simulate_worker(
         # Admit what fits: a sequence reserves its full worst-case context, so it never
         # has to be preempted (vLLM preempts instead; same throughput when capacity is ample).
         admitted: list[int] = []
+        cached_rows = len(running)
         while pending:
             s = pending[-1]
             need = s.plan.total_tokens
@@ -167,7 +168,7 @@ def _simulate_worker(
             admitted.append(s.plan.prompt_tokens)
             join(s, s.plan.prompt_tokens)
         if admitted:
-            dt = _prefill_s(cost, model, tp, admitted)
+            dt = _prefill_s(cost, model, tp, admitted) + _merge_s(cost, model, tp, running, iteration, cached_rows)
             t += dt
             out.prefill_s += dt
 
@@ -229,12 +230,14 @@ def _simulate_worker(
                 reserved -= s.reserved
 
         rejoined: list[_Seq] = []
+        cached_rows = len(running)
         while waiting and waiting[0][0] <= t:
             _, _, s = heapq.heappop(waiting)
             context += _rejoin(s, join)
             rejoined.append(s)
         if rejoined:
             dt = _turn_prefill_s(cost, model, tp, rejoined, prefix_cache)
+            dt += _merge_s(cost, model, tp, running, iteration, cached_rows)
             t += dt
             out.prefill_s += dt
 
@@ -261,6 +264,23 @@ def _prefill_s(
     before = prefixes or [0] * len(lengths)
     square = sum(n * (p + n) for n, p in zip(lengths, before, strict=True))
     return cost.prefill_s(model, tokens=sum(lengths), tp=tp, square_tokens=square)
+
+
+def _merge_s(
+    cost: RooflineCostModel,
+    model: ModelSpec,
+    tp: int,
+    running: list[tuple[int, int, _Seq]],
+    iteration: int,
+    cached_rows: int,
+) -> float:
+    """A padded engine merges the rows it just prefilled into the running batch's cache by
+    copying the whole of it at its widest row (:meth:`RooflineCostModel.kv_copy_s`); nothing
+    when no row was cached (the prefill's cache is the batch's) or for a paged engine."""
+    if not cost.device.padded_kv_cache or cached_rows == 0:
+        return 0.0
+    widest = max(s.context_at(iteration) for _, _, s in running)
+    return cost.kv_copy_s(model, tokens=len(running) * widest, tp=tp)
 
 
 def _turn_prefill_s(

@@ -132,6 +132,12 @@ def test_jigsaw_run_compares_policies_on_real_pipelines_and_writes_json(tmp_path
         # The simulator's forecast of the same run, from the sequences it really produced.
         assert figures["predicted_makespan_s"] > 0 and abs(figures["prediction_error"]) < 10
         assert set(figures["pipelines"]) == {"p0-arith", "p1-refine"}
+        # Timed beside the run: how much slower the machine ran than when its profile was made.
+        assert 0.2 < figures["machine_slowdown"] < 5
+        for f in figures["pipelines"].values():
+            assert f["prediction_error"] == pytest.approx(
+                (1 + f["prediction_error_at_profile_speed"]) * figures["machine_slowdown"] - 1, rel=0.05
+            )
     serial, jigsaw = result["policies"]["serial"]["pipelines"], result["policies"]["jigsaw"]["pipelines"]
     for pid in serial:  # same seeds, same learning, whatever the schedule
         assert serial[pid]["score_mean_per_step"] == jigsaw[pid]["score_mean_per_step"]
@@ -232,3 +238,19 @@ def test_a_pipeline_grown_onto_a_spare_core_runs_its_steps_wider_and_learns_the_
     assert [m[names.SCORE_MEAN] for m in got] == [m[names.SCORE_MEAN] for m in expected]
     for name, tensor in plain.job.trainer.model.state_dict().items():
         torch.testing.assert_close(scheduled.job.trainer.model.state_dict()[name], tensor)
+
+
+def test_the_forecast_on_a_machine_twice_as_slow_takes_twice_as_long():
+    # Recorded sequences of two tiny jobs without tools, replayed on the CPU profile as it is
+    # and slowed down twice: every sub-stage, so the makespan and each step, doubles.
+    from jigsaw_engine.runtime.real_run import predict_with_simulator
+    from jigsaw_engine.sim.lengths import sample_step
+
+    specs = {"p0-a": tiny_spec("a", steps=2), "p1-b": tiny_spec("b", workload="aime_refine", seed=3, steps=2)}
+    plans = {pid: {k: sample_step(parse_pipeline_spec(spec), k) for k in range(2)} for pid, spec in specs.items()}
+    cluster = ClusterSpec(num_nodes=1, devices_per_node=2, device_type="cpu")
+    normal = predict_with_simulator(cluster, "dedicated", specs, plans, prefix_cache=False)
+    slow = predict_with_simulator(cluster, "dedicated", specs, plans, prefix_cache=False, slowdown=2.0)
+    assert slow["makespan_s"] == pytest.approx(2 * normal["makespan_s"])
+    for pid in specs:
+        assert slow["pipelines"][pid] == pytest.approx(2 * normal["pipelines"][pid])

@@ -1,0 +1,108 @@
+"""The cost model's terms for the CPU host that real runs are forecast on: a prefill's fixed
+cost, the padded engine's cache merges, how a forward or update divides over cores, and the
+machine's speed against its profile's. GPU profiles keep their figures (none of them sets these)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from jigsaw_engine.cost.cost_model import RooflineCostModel
+from jigsaw_engine.cost.device import slowed_down
+from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
+from jigsaw_engine.sim.decode_sim import simulate_worker
+from jigsaw_engine.sim.lengths import SequencePlan, sample_step
+from jigsaw_engine.spec import MODEL_CATALOGUE, parse_pipeline_spec
+from jigsaw_engine.spec.models import ModelSpec
+from tests.engine.builders import make_cost, make_spec
+
+TINY = MODEL_CATALOGUE["tiny-qwen2-1m"]
+
+
+def test_a_turn_rejoining_a_running_padded_batch_pays_a_prefill_and_a_copy_of_the_whole_cache() -> None:
+    # A: a 90-token prompt and one 20-token reply. B: a 10-token prompt, a 5-token turn, a
+    # tool whose 3 tokens return at once, then 5 more. After 5 iterations B rejoins with 18
+    # tokens of conversation (the torch engine prefills it whole, alone) while A holds 95: the
+    # padded engine copies its cache, 2 rows at the widest 95, to merge B's row in.
+    cpu = make_cost("cpu").device
+    assert cpu.padded_kv_cache and cpu.prefill_fix_s > 0
+    padded, paged = RooflineCostModel(cpu), RooflineCostModel(replace(cpu, padded_kv_cache=False))
+    plans = [SequencePlan(90, (20,), (), 0), SequencePlan(10, (5, 5), (0.0,), 3)]
+
+    out = simulate_worker(padded, TINY, plans, prefix_cache=False)
+    first = padded.prefill_s(TINY, tokens=180, square_tokens=2 * 90 * 90)  # both prompts padded to 90
+    rejoin = padded.prefill_s(TINY, tokens=18, square_tokens=18 * 18)
+    merge = padded.kv_copy_s(TINY, tokens=2 * 95)
+    assert out.prefill_s == pytest.approx(first + rejoin + merge)
+    # Each prefill call pays the fixed cost, on top of its FLOPs.
+    assert rejoin == pytest.approx(cpu.prefill_fix_s + RooflineCostModel(replace(cpu, prefill_fix_s=0.0)).prefill_s(
+        TINY, tokens=18, square_tokens=18 * 18))  # fmt: skip
+    # A paged engine (vLLM) writes the new row into its own blocks: no copy.
+    unpadded = simulate_worker(paged, TINY, plans, prefix_cache=False)
+    assert unpadded.prefill_s == pytest.approx(
+        paged.prefill_s(TINY, tokens=100, square_tokens=90 * 90 + 10 * 10) + rejoin
+    )
+
+
+def test_the_first_prefill_of_a_step_copies_nothing() -> None:
+    cpu = make_cost("cpu")
+    plans = [SequencePlan(40, (10,), (), 0)] * 4
+    out = simulate_worker(cpu, TINY, plans)
+    assert out.prefill_s == pytest.approx(cpu.prefill_s(TINY, tokens=160, square_tokens=4 * 40 * 40))
+
+
+def test_a_second_core_speeds_a_cpu_update_by_the_measured_fraction_and_a_gpu_one_twice() -> None:
+    cpu, h100 = make_cost("cpu"), make_cost("h100")
+    f = cpu.device.parallel_fraction
+    assert 0.0 < f < 1.0  # measured: a tiny model's matrices hardly divide over threads
+    one = cpu.train_s(TINY, tokens=4096, num_gpus=1)
+    two = cpu.train_s(TINY, tokens=4096, num_gpus=2)
+    adam = 16.0 * TINY.num_params / cpu.device.hbm_bytes_per_s  # the optimizer's pass is per device
+    assert two - adam / 2 == pytest.approx((one - adam) * ((1.0 - f) + f / 2))
+    forward_one = cpu.logprob_forward_s(TINY, tokens=4096, num_gpus=1)
+    assert cpu.logprob_forward_s(TINY, tokens=4096, num_gpus=2) == pytest.approx(forward_one * ((1.0 - f) + f / 2))
+    model = MODEL_CATALOGUE["qwen2.5-7b"]
+    assert h100.device.parallel_fraction == 1.0
+    assert h100.logprob_forward_s(model, tokens=1e6, num_gpus=8) == pytest.approx(
+        h100.logprob_forward_s(model, tokens=1e6, num_gpus=1) / 8
+    )
+
+
+@pytest.mark.parametrize("workload", ["gsm8k", "aime_refine"])
+def test_a_machine_slower_by_a_factor_makes_every_sub_stage_that_much_longer(workload: str) -> None:
+    # Workloads with no tool calls: a tool's wait is its own (a forecast replays it as recorded).
+    spec = parse_pipeline_spec(
+        make_spec(
+            model="tiny-qwen2-1m", workload=workload, resources={"num_gpus": 2}, rollout={"max_response_length": 24}
+        )
+    )
+    plans = sample_step(spec, 0)
+    cpu = make_cost("cpu").device
+    config = GraphConfig(prefix_cache=False)
+    normal = build_step_graph(RooflineCostModel(cpu), spec, plans, pipeline_id="p", step=0, config=config)
+    slow = build_step_graph(
+        RooflineCostModel(slowed_down(cpu, 1.7)), spec, plans, pipeline_id="p", step=0, config=config
+    )
+    assert [n.node_id for n in slow.nodes] == [n.node_id for n in normal.nodes]  # the same plan
+    for a, b in zip(normal.nodes, slow.nodes, strict=True):
+        assert b.duration_s == pytest.approx(1.7 * a.duration_s, rel=1e-9), a.node_id
+    with pytest.raises(ValueError, match="factor"):
+        slowed_down(cpu, 0.0)
+
+
+def test_a_narrow_model_pays_more_per_flop_beside_its_matrix_multiplies() -> None:
+    # Measured on this host: per FLOP, tiny-qwen2-1m (128 wide, 4 layers) forwards and trains
+    # slower than tiny-qwen2-6m (256 wide, 6 layers); the GPU profiles charge FLOPs alone.
+    cpu, h100 = make_cost("cpu"), make_cost("h100")
+    assert cpu.device.forward_elementwise_s > 0 and cpu.device.train_elementwise_s > 0
+    wide = MODEL_CATALOGUE["tiny-qwen2-6m"]
+
+    def per_flop(cost: RooflineCostModel, model: ModelSpec, kind: str) -> float:
+        if kind == "forward":
+            return cost.logprob_forward_s(model, tokens=4096, num_gpus=1) / model.num_params
+        return cost.train_s(model, tokens=4096, num_gpus=1) / model.num_params
+
+    for kind in ("forward", "train"):
+        assert per_flop(cpu, TINY, kind) > 1.1 * per_flop(cpu, wide, kind)
+    assert h100.device.forward_elementwise_s == h100.device.train_elementwise_s == 0.0
