@@ -134,10 +134,13 @@ def test_jigsaw_run_compares_policies_on_real_pipelines_and_writes_json(tmp_path
         assert set(figures["pipelines"]) == {"p0-arith", "p1-refine"}
         # Timed beside the run: how much slower the machine ran than when its profile was made.
         assert 0.2 < figures["machine_slowdown"] < 5
-        for f in figures["pipelines"].values():
-            assert f["prediction_error"] == pytest.approx(
-                (1 + f["prediction_error_at_profile_speed"]) * figures["machine_slowdown"] - 1, rel=0.05
-            )
+        assert all("prediction_error_at_profile_speed" in f for f in figures["pipelines"].values())
+    for f in result["policies"]["serial"]["pipelines"].values():  # alone: the forecast scales as a whole
+        # (jigsaw's look-ahead may decide otherwise on a slower machine: its schedule need not scale)
+        assert f["prediction_error"] == pytest.approx(
+            (1 + f["prediction_error_at_profile_speed"]) * result["policies"]["serial"]["machine_slowdown"] - 1,
+            rel=0.05,
+        )
     serial, jigsaw = result["policies"]["serial"]["pipelines"], result["policies"]["jigsaw"]["pipelines"]
     for pid in serial:  # same seeds, same learning, whatever the schedule
         assert serial[pid]["score_mean_per_step"] == jigsaw[pid]["score_mean_per_step"]
