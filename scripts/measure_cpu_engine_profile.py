@@ -24,7 +24,7 @@ with one torch thread (a device of a CPU cluster is a core, see ``examples/real-
   12-200 tokens, as the cost model charges them: ``FRAMEWORK_FACTOR`` x 2 or 6 FLOPs per
   parameter per token plus attention's (:func:`forward_flops`, :func:`train_flops`) at the MFU,
   plus the work outside the matrix multiplies per token x layer x hidden size (see
-  :func:`fit_gemm_and_elementwise`);
+  :func:`fit_flops_plus_extra`);
 - parallel_fraction: the same forwards and updates on two cores (two torch threads, as a job's
   node placed on two cores runs) against one, as Amdahl's fraction ``2 (1 - t2 / t1)``; kept
   as it is on a machine with one core;
@@ -149,31 +149,20 @@ def fit_decode(profile: dict[str, Any], points: list[DecodePoint]) -> tuple[floa
     return best
 
 
-def fit_prefill(points: list[tuple[float, float]], peak: float) -> tuple[float, float, float]:
-    """(prefill_fix_s, eta_prefill, worst relative error) of ``fix + flops / (eta x peak)``
-    fitted in relative least squares to (FLOPs, seconds) points."""
-    matrix = torch.tensor([[1.0 / t, f / peak / t] for f, t in points], dtype=torch.float64)
+def fit_flops_plus_extra(points: list[tuple[float, float, float]], peak: float) -> tuple[float, float, float]:
+    """(efficiency, k, worst relative error) of ``FLOPs / (efficiency x peak) + k x extra``
+    fitted in relative least squares to (FLOPs, extra, seconds) points, k >= 0 (else FLOPs
+    alone). ``extra`` is 1 for a fixed cost per call (a prefill's), or token x layer x hidden
+    size for the work beside the matrix multiplies: with an MFU alone, tiny-qwen2-1m's updates
+    came out 0-22% short and tiny-qwen2-6m's 4-18% long (a narrow model spends more of its
+    time there, per FLOP, than a wide one)."""
+    matrix = torch.tensor([[f / peak / t, x / t] for f, x, t in points], dtype=torch.float64)
     target = torch.ones(len(points), 1, dtype=torch.float64)
-    fix, inv_eta = torch.linalg.lstsq(matrix, target).solution.squeeze(1).tolist()
-    if fix < 0:  # no fixed cost to be seen: FLOPs alone
-        fix, inv_eta = 0.0, fit_scale([f / peak for f, _ in points], [t for _, t in points])
-    predicted = [fix + f / peak * inv_eta for f, _ in points]
-    return fix, 1.0 / inv_eta, worst_error(predicted, [t for _, t in points])
-
-
-def fit_gemm_and_elementwise(points: list[tuple[float, float, float]], peak: float) -> tuple[float, float, float]:
-    """(mfu, elementwise seconds per token x layer x hidden, worst relative error) of
-    ``FLOPs / (mfu x peak) + k x token_layer_hidden`` fitted in relative least squares to
-    (FLOPs, token x layer x hidden, seconds) points. With the MFU alone, tiny-qwen2-1m's
-    updates came out 0-22% short and tiny-qwen2-6m's 4-18% long: a narrow model spends more
-    of its time beside its matrix multiplies, per FLOP, than a wide one."""
-    matrix = torch.tensor([[f / peak / t, h / t] for f, h, t in points], dtype=torch.float64)
-    target = torch.ones(len(points), 1, dtype=torch.float64)
-    inv_mfu, k = torch.linalg.lstsq(matrix, target).solution.squeeze(1).tolist()
+    inv_eta, k = torch.linalg.lstsq(matrix, target).solution.squeeze(1).tolist()
     if k < 0:  # nothing beside the FLOPs to be seen
-        k, inv_mfu = 0.0, fit_scale([f / peak for f, _, _ in points], [t for _, _, t in points])
-    predicted = [f / peak * inv_mfu + k * h for f, h, _ in points]
-    return 1.0 / inv_mfu, k, worst_error(predicted, [t for _, _, t in points])
+        k, inv_eta = 0.0, fit_scale([f / peak for f, _, _ in points], [t for _, _, t in points])
+    predicted = [f / peak * inv_eta + k * x for f, x, _ in points]
+    return 1.0 / inv_eta, k, worst_error(predicted, [t for _, _, t in points])
 
 
 def amdahl_fraction(one: float, two: float) -> float:
@@ -363,9 +352,9 @@ def main() -> None:
     for s in subjects:
         for n, prompt in PREFILL_CASES:
             t = median_of(partial(s.prefill, n, prompt))
-            prefill_points.append((forward_flops(s.spec, tokens=n * prompt, square_tokens=n * prompt**2), t))
+            prefill_points.append((forward_flops(s.spec, tokens=n * prompt, square_tokens=n * prompt**2), 1.0, t))
             print(f"prefill  {s.name:14s} {n:4d} x {prompt:3d} tokens: {t * 1e3:7.1f} ms")
-    prefill_fix, eta_prefill, prefill_err = fit_prefill(prefill_points, peak)
+    eta_prefill, prefill_fix, prefill_err = fit_flops_plus_extra(prefill_points, peak)
 
     forward_points, train_points = [], []
     for s in subjects:
@@ -376,8 +365,8 @@ def main() -> None:
             t_train, flops = s.train(n, tokens)
             train_points.append((FRAMEWORK_FACTOR * flops, hidden_passes, t_train))
             print(f"forward  {s.name:14s} {n:4d} x ~{tokens:3d} tokens: {t:6.3f} s   train {t_train:6.3f} s")
-    mfu_forward, forward_elementwise, forward_err = fit_gemm_and_elementwise(forward_points, peak)
-    mfu_train, train_elementwise, train_err = fit_gemm_and_elementwise(train_points, peak)
+    mfu_forward, forward_elementwise, forward_err = fit_flops_plus_extra(forward_points, peak)
+    mfu_train, train_elementwise, train_err = fit_flops_plus_extra(train_points, peak)
     fractions = []
     if len(cores) >= 2:
         two = set(cores[:2])

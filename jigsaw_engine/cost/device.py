@@ -103,6 +103,19 @@ RATE_FIELDS = (
     "sync_bytes_per_s",
 )
 
+SPEED_FREE_FIELDS = (
+    "memory_bytes",
+    "eta_weights",
+    "eta_kv",
+    "eta_compute",
+    "eta_prefill",
+    "mfu_forward",
+    "mfu_train",
+    "parallel_fraction",
+    "reference_s",
+)
+"""Fields a slower host leaves as they are: capacities, and fractions of the rates above."""
+
 
 def slowed_down(profile: DeviceProfile, factor: float) -> DeviceProfile:
     """``profile``'s host running ``factor`` times slower: every fixed time longer and every

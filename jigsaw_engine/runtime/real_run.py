@@ -133,7 +133,8 @@ def _run(
     speed: MachineSpeed | None,
 ) -> dict[str, Any]:
     profile = load_device_profile(cluster.device_type)
-    reference_s = [speed()] if speed is not None and profile.reference_s else []
+    reference_s = profile.reference_s if speed is not None else None
+    before_s = speed() if speed is not None and reference_s else 0.0
     cost = RooflineCostModel(profile)
     graph_config = replace(real_graph_config_for(policy), prefix_cache=prefix_cache)
     executor = make_executor(specs, graph_config.train_minibatches, cluster)
@@ -168,8 +169,8 @@ def _run(
         shutdown = getattr(executor, "shutdown", None)
         if shutdown is not None:
             shutdown()
-    if reference_s and speed is not None:
-        reference_s.append(speed())
+    # The machine's slowdown against the profile's moment: the mean of before and after.
+    slowdown = (before_s + speed()) / 2 / reference_s if speed is not None and reference_s else 1.0
     failed = {pid: controller.state_of(pid).value for pid in specs if controller.state_of(pid).value != "succeeded"}
     if failed:
         raise RuntimeError(f"{label}: pipelines did not finish: {failed}")
@@ -186,8 +187,6 @@ def _run(
             "score_mean_per_step": [round(m["critic/score/mean"], 4) for m in steps],
             "completion_s": run.ended_s,
         }
-    # The machine's slowdown against the profile's moment: the mean of before and after.
-    slowdown = sum(reference_s) / len(reference_s) / profile.reference_s if reference_s and profile.reference_s else 1.0
     predicted = predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache, slowdown=slowdown)
     as_profiled = (
         predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache)

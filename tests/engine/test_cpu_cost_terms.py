@@ -4,12 +4,12 @@ machine's speed against its profile's. GPU profiles keep their figures (none of 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.cost.device import slowed_down
+from jigsaw_engine.cost.device import RATE_FIELDS, SPEED_FREE_FIELDS, TIME_FIELDS, DeviceProfile, slowed_down
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.lengths import SequencePlan, sample_step
@@ -89,6 +89,14 @@ def test_a_machine_slower_by_a_factor_makes_every_sub_stage_that_much_longer(wor
         assert b.duration_s == pytest.approx(1.7 * a.duration_s, rel=1e-9), a.node_id
     with pytest.raises(ValueError, match="factor"):
         slowed_down(cpu, 0.0)
+
+
+def test_every_number_of_a_device_profile_is_either_slowed_down_or_said_not_to_be() -> None:
+    # A field added to DeviceProfile must be classed, or a slower machine's forecast would
+    # silently keep it at the profile's speed.
+    numbers = {f.name for f in fields(DeviceProfile) if f.name not in ("name", "description", "padded_kv_cache")}
+    classed = [*TIME_FIELDS, *RATE_FIELDS, *SPEED_FREE_FIELDS]
+    assert sorted(classed) == sorted(numbers)
 
 
 def test_a_narrow_model_pays_more_per_flop_beside_its_matrix_multiplies() -> None:
