@@ -12,12 +12,14 @@ with one torch thread (a device of a CPU cluster is a core, see ``examples/real-
 - eta_compute, t_fix_s, c_seq_s, eta_kv: the cost model's decode iteration (fixed cost,
   per-sequence cost, weights, KV reads and the GEMMs at eta_compute of peak) fitted to the time
   of a decode iteration of :class:`TorchRolloutEngine` (KV cache, per-sequence seeded sampling)
-  over the running batch (1-256), after prompts of 32 and of 160 tokens (see :func:`fit_decode`);
-  each point's fitted error is printed;
-- prefill_fix_s, eta_prefill: the engine's prefill iteration (prompts of 8-192 tokens, 1-128
-  at once) as a fixed cost plus 2 FLOPs per parameter per prompt token, plus attention's, at
-  eta_prefill of ``peak_flops_bf16`` (a turn rejoining after a tool call is often prefilled
-  alone, where the fixed cost is most of it);
+  over the running batch (1-256 after prompts of about 32 tokens, 1-128 after about 160),
+  spread as a real batch's are and left-padded to the longest (see :func:`fit_decode`,
+  :meth:`Subject.prompt_lengths`); each point's fitted error is printed;
+- prefill_fix_s, eta_prefill: the engine's prefill iteration (prompts of about 8-192 tokens,
+  spread the same way, 1-128 at once, computed at the longest's length) as a fixed cost plus
+  2 FLOPs per parameter per prompt token, plus attention's, at eta_prefill of
+  ``peak_flops_bf16`` (a turn rejoining after a tool call is often prefilled alone, where the
+  fixed cost is most of it);
 - mfu_forward and forward_elementwise_s, mfu_train and train_elementwise_s: the time of
   :func:`batch_log_probs` and of a :class:`PolicyTrainer` update (four optimizer steps and
   micro-batches as real tiny jobs cut them, AdamW, clipping) on batches of 32-256 sequences of
@@ -28,9 +30,10 @@ with one torch thread (a device of a CPU cluster is a core, see ``examples/real-
 - parallel_fraction: the same forwards and updates on two cores (two torch threads, as a job's
   node placed on two cores runs) against one, as Amdahl's fraction ``2 (1 - t2 / t1)``; kept
   as it is on a machine with one core;
-- reference_s: the machine's speed while all of this ran, as the median time of
-  :func:`reference_seconds` at the start, the middle and the end (a real run times the same
-  work to scale its forecast by how much slower or faster the machine is then);
+- reference_s: the time of :func:`reference_seconds` at the machine's median speed over the
+  measurement; every point is timed between two runs of it and scaled to that one speed
+  (:class:`AtOneSpeed`), and a real run times the same work to scale its forecast by how much
+  slower or faster the machine is then;
 - reward_s_per_sequence: a real grader (exact-match math answers) and the assembly of the
   training batch (:func:`collate`), per sequence: what a step's reward sub-stage does here.
 
@@ -56,7 +59,7 @@ from typing import Any
 import torch
 
 from jigsaw_engine.cost.cost_model import FRAMEWORK_FACTOR, RooflineCostModel, forward_flops, train_flops
-from jigsaw_engine.cost.device import DeviceProfile
+from jigsaw_engine.cost.device import TIME_FIELDS, DeviceProfile
 from jigsaw_engine.envs.graders import grade_numeric
 from jigsaw_engine.models.loading import build_tiny_model
 from jigsaw_engine.models.presets import tiny_preset
@@ -76,10 +79,11 @@ from jigsaw_engine.train.token_batch import Sample, TokenBatch, batch_log_probs,
 
 OUT = Path(__file__).resolve().parents[1] / "jigsaw_engine" / "cost" / "profiles" / "cpu.json"
 PRESETS = ("tiny-qwen2-1m", "tiny-qwen2-6m")
-DECODE_BATCHES = (1, 8, 32, 64, 128, 256)
-DECODE_PROMPTS = (32, 160)
-"""Prompt tokens of the decode points: a short prompt, and the long context of a multi-turn
-conversation (the presets hold 256 positions)."""
+DECODE_CASES = tuple((b, 32) for b in (1, 8, 32, 64, 128, 256)) + tuple((b, 160) for b in (1, 8, 32, 64, 128))
+"""(sequences, prompt tokens) of the decode points: short prompts, and the long contexts of
+multi-turn conversations (the presets hold 256 positions). No example job holds more than 32
+long conversations at once; 256 of them (a cache of 256 x 240 tokens) decoded 1.4-2x slower
+than the linear model of the other points, as the cache outgrows the CPU's caches."""
 DECODE_TOKENS = 16  # iterations per batch after the prefill one
 PREFILL_CASES = (
     (1, 8),
@@ -99,12 +103,14 @@ TRAIN_CASES = ((256, 12), (64, 40), (256, 40), (128, 120), (64, 200), (32, 180))
 
 
 DecodePoint = tuple[str, int, int, float]
-"""(preset, batch, prompt tokens, seconds per decode iteration)."""
+"""(preset, batch, longest prompt's tokens, seconds per decode iteration)."""
 
 
-def decode_context(batch: int, prompt: int) -> float:
-    """Mean KV-cache tokens over a decode point's timed iterations: the prompts and half the replies."""
-    return batch * (prompt + DECODE_TOKENS / 2)
+def decode_context(batch: int, widest: int) -> float:
+    """Mean KV-cache tokens a decode point's timed iterations read: the torch engine's cache is
+    ``batch`` rows as wide as the longest prompt, plus half the replies (the simulator charges
+    a padded cache so, :attr:`DeviceProfile.padded_kv_cache`)."""
+    return batch * (widest + DECODE_TOKENS / 2)
 
 
 def fit_decode(profile: dict[str, Any], points: list[DecodePoint]) -> tuple[float, float, float, float, float]:
@@ -121,8 +127,8 @@ def fit_decode(profile: dict[str, Any], points: list[DecodePoint]) -> tuple[floa
     multi-turn rollout's long contexts came out 1.5x too fast.
     """
     kv_unit = [  # seconds of KV reads at eta_kv = 1, from the mean context of the timed iterations
-        decode_context(b, prompt) * MODEL_CATALOGUE[m].kv_bytes_per_token / profile["hbm_bytes_per_s"]
-        for m, b, prompt, _ in points
+        decode_context(b, widest) * MODEL_CATALOGUE[m].kv_bytes_per_token / profile["hbm_bytes_per_s"]
+        for m, b, widest, _ in points
     ]
     best: tuple[float, float, float, float, float] | None = None
     for step in range(5, 101):
@@ -182,6 +188,10 @@ def on_cores(cores: set[int], fn: Callable[[], tuple[float, float]]) -> tuple[fl
         torch.set_num_threads(1)
 
 
+EFFICIENCIES = ("eta_compute", "eta_kv", "eta_prefill", "mfu_forward", "mfu_train")
+"""The fitted fractions of the host's rates (which stay as measured): a slower machine has lower ones."""
+
+
 def median_of(fn: Callable[[], float], repeats: int = 3) -> float:
     """Median of ``repeats`` timings (each ``fn`` returns its own seconds, on data of its own).
 
@@ -189,6 +199,46 @@ def median_of(fn: Callable[[], float], repeats: int = 3) -> float:
     faster than fresh ones (0.10 s against 0.15-0.19 s for a 256 x 12-token forward), so
     best-of timings made every constant look faster than the runs it forecasts."""
     return statistics.median(fn() for _ in range(repeats))
+
+
+class AtOneSpeed:
+    """Times points as if the machine kept one speed throughout.
+
+    This machine's speed swings by up to 1.8x within seconds (the reference work ran 0.26 s
+    and 0.48 s minutes apart, 0.26 s and 0.40 s seconds apart), so each point is timed between
+    two runs of the reference work and scaled by their mean against the start's. The constants
+    fitted to those points describe the machine at the start's speed; :meth:`at_typical_speed`
+    then moves them to the median speed seen over the whole measurement, which is what
+    ``reference_s`` records and a real run scales by its own reference timing."""
+
+    def __init__(self) -> None:
+        self.start_s = statistics.median(reference_seconds() for _ in range(3))
+        self.ratios: list[float] = []
+
+    def scaled(self, fn: Callable[[], tuple[float, float]]) -> tuple[float, float]:
+        """``fn``'s (seconds, other) with its seconds at the start's speed."""
+        before = reference_seconds()
+        seconds, other = fn()
+        ratio = (before + reference_seconds()) / 2 / self.start_s
+        self.ratios.append(ratio)
+        return seconds / ratio, other
+
+    def timed(self, fn: Callable[[], float]) -> float:
+        """The median of ``fn``'s timings (:func:`median_of`) at the start's speed."""
+        return self.scaled(lambda: (median_of(fn), 0.0))[0]
+
+    @property
+    def typical_ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+    def at_typical_speed(self, fitted: dict[str, float]) -> dict[str, float]:
+        """Fitted constants (at the start's speed) at the median speed, the reference's time with them."""
+        factor = self.typical_ratio
+        moved = {
+            name: value * factor if name in TIME_FIELDS else value / factor if name in EFFICIENCIES else value
+            for name, value in fitted.items()
+        }
+        return {**moved, "reference_s": self.start_s * factor}
 
 
 def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -222,23 +272,30 @@ class Subject:
     def ids(self, n: int) -> tuple[int, ...]:
         return tuple(self.rng.randrange(3, self.vocab) for _ in range(n))
 
-    def decode_iterations(self, batch: int, prompt: int) -> float:
-        """Mean seconds of a decode iteration with ``batch`` sequences of ``prompt`` tokens running."""
+    def prompt_lengths(self, count: int, tokens: int) -> list[int]:
+        """``count`` prompt lengths spread over ``tokens`` / 2 .. 3 ``tokens`` / 2, as a real
+        batch's prompts and conversations are: the engine left-pads them to the longest, and a
+        padded batch decoded 1.3-1.5x slower than one of equal prompts at 128-256 sequences
+        (HF's attention takes its masked path), which is what real rollouts pay."""
+        return [self.rng.randint(max(1, tokens // 2), tokens * 3 // 2) for _ in range(count)]
+
+    def decode_iterations(self, lengths: list[int]) -> float:
+        """Mean seconds of a decode iteration with a sequence of each of ``lengths`` running."""
         engine = TorchRolloutEngine(self.model, pad_token_id=self.tokenizer.pad_token_id, max_num_seqs=256)
         sampling = SamplingParams(max_tokens=DECODE_TOKENS + 1, temperature=1.0, seed=1)
-        for i in range(batch):
-            engine.add_request(RolloutRequest(f"r{i}", self.ids(prompt), sampling))
+        for i, n in enumerate(lengths):
+            engine.add_request(RolloutRequest(f"r{i}", self.ids(n), sampling))
         engine.step()  # prefill
         t0 = time.perf_counter()
         for _ in range(DECODE_TOKENS):
             engine.step()
         return (time.perf_counter() - t0) / DECODE_TOKENS
 
-    def prefill(self, sequences: int, prompt: int) -> float:
+    def prefill(self, lengths: list[int]) -> float:
         engine = TorchRolloutEngine(self.model, pad_token_id=self.tokenizer.pad_token_id, max_num_seqs=256)
         sampling = SamplingParams(max_tokens=1, temperature=1.0, seed=1)
-        for i in range(sequences):
-            engine.add_request(RolloutRequest(f"r{i}", self.ids(prompt), sampling))
+        for i, n in enumerate(lengths):
+            engine.add_request(RolloutRequest(f"r{i}", self.ids(n), sampling))
         t0 = time.perf_counter()
         engine.step()
         return time.perf_counter() - t0
@@ -329,40 +386,42 @@ def main() -> None:
     vocab = [f"Compute {a}+{b}. The sum is {a + b}. #### {a + b}" for a in range(40) for b in range(40)]
     subjects = [Subject(name, vocab) for name in PRESETS]
 
-    references = [reference_seconds()]
+    speed = AtOneSpeed()
     decode_points: list[DecodePoint] = []
     for s in subjects:
-        s.decode_iterations(8, 32)  # warm-up
-        for prompt in DECODE_PROMPTS:
-            for b in DECODE_BATCHES:
-                t = median_of(partial(s.decode_iterations, b, prompt))
-                decode_points.append((s.name, b, prompt, t))
-                print(f"decode   {s.name:14s} batch {b:4d} after {prompt:3d} tokens: {t * 1e3:7.2f} ms/iteration")
+        s.decode_iterations([32] * 8)  # warm-up
+        for b, prompt in DECODE_CASES:
+            lengths = s.prompt_lengths(b, prompt)
+            t = speed.timed(partial(s.decode_iterations, lengths))
+            decode_points.append((s.name, b, max(lengths), t))
+            print(f"decode   {s.name:14s} batch {b:4d} after {prompt:3d} tokens: {t * 1e3:7.2f} ms/iteration")
     eta_compute, t_fix, c_seq, eta_kv, decode_err = fit_decode(profile, decode_points)
     fitted_cost = RooflineCostModel(
         DeviceProfile(**{**profile, "eta_compute": eta_compute, "t_fix_s": t_fix, "c_seq_s": c_seq, "eta_kv": eta_kv})
     )
-    for m, b, prompt, t in decode_points:
-        context = decode_context(b, prompt)
+    for m, b, widest, t in decode_points:
+        context = decode_context(b, widest)
         predicted = fitted_cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=context)
-        print(f"decode   {m:14s} batch {b:4d} after {prompt:3d} tokens: fitted {predicted / t - 1:+5.0%}")
+        print(f"decode   {m:14s} batch {b:4d} padded to {widest:3d} tokens: fitted {predicted / t - 1:+5.0%}")
 
-    references.append(reference_seconds())
     prefill_points = []
     for s in subjects:
         for n, prompt in PREFILL_CASES:
-            t = median_of(partial(s.prefill, n, prompt))
-            prefill_points.append((forward_flops(s.spec, tokens=n * prompt, square_tokens=n * prompt**2), 1.0, t))
+            lengths = s.prompt_lengths(n, prompt)
+            widest = max(lengths)  # the padded engine computes every prompt at the longest's length
+            t = speed.timed(partial(s.prefill, lengths))
+            prefill_points.append((forward_flops(s.spec, tokens=n * widest, square_tokens=n * widest**2), 1.0, t))
             print(f"prefill  {s.name:14s} {n:4d} x {prompt:3d} tokens: {t * 1e3:7.1f} ms")
     eta_prefill, prefill_fix, prefill_err = fit_flops_plus_extra(prefill_points, peak)
 
-    forward_points, train_points = [], []
+    forward_points: list[tuple[float, float, float]] = []
+    train_points: list[tuple[float, float, float]] = []
     for s in subjects:
         for n, tokens in TRAIN_CASES:
-            t, flops = s.forward(n, tokens)
+            t, flops = speed.scaled(partial(s.forward, n, tokens))
             hidden_passes = n * tokens * s.spec.num_layers * s.spec.hidden_size
             forward_points.append((FRAMEWORK_FACTOR * flops, hidden_passes, t))
-            t_train, flops = s.train(n, tokens)
+            t_train, flops = speed.scaled(partial(s.train, n, tokens))
             train_points.append((FRAMEWORK_FACTOR * flops, hidden_passes, t_train))
             print(f"forward  {s.name:14s} {n:4d} x ~{tokens:3d} tokens: {t:6.3f} s   train {t_train:6.3f} s")
     mfu_forward, forward_elementwise, forward_err = fit_flops_plus_extra(forward_points, peak)
@@ -373,47 +432,52 @@ def main() -> None:
         for s in subjects:
             for n, tokens in PARALLEL_CASES:
                 for kind, fn in (("forward", s.forward), ("train", s.train)):
-                    one_s, _ = fn(n, tokens)
-                    two_s, _ = on_cores(two, partial(fn, n, tokens))
+                    one_s, _ = speed.scaled(partial(fn, n, tokens))
+                    two_s, _ = speed.scaled(partial(on_cores, two, partial(fn, n, tokens)))
                     fractions.append(amdahl_fraction(one_s, two_s))
                     print(
                         f"{kind:8s} {s.name:14s} {n:4d} x ~{tokens:3d} tokens: one core {one_s:6.3f} s,"
                         f" two {two_s:6.3f} s: parallel fraction {fractions[-1]:.2f}"
                     )
     parallel_fraction = statistics.median(fractions) if fractions else profile.get("parallel_fraction", 1.0)
-    reward_s = reward_s_per_sequence(subjects[0])
-    references.append(reference_seconds())
+    reward_s, _ = speed.scaled(lambda: (reward_s_per_sequence(subjects[0]), 0.0))
 
-    fitted = {
+    at_start = {
         "eta_compute": eta_compute,
-        "t_fix_s": round(t_fix, 6),
-        "c_seq_s": round(c_seq, 7),
-        "eta_kv": round(eta_kv, 4),
-        "prefill_fix_s": round(prefill_fix, 6),
-        "eta_prefill": round(eta_prefill, 4),
-        "parallel_fraction": round(parallel_fraction, 3),
-        "mfu_forward": round(mfu_forward, 4),
-        "mfu_train": round(mfu_train, 4),
-        "forward_elementwise_s": float(f"{forward_elementwise:.4g}"),
-        "train_elementwise_s": float(f"{train_elementwise:.4g}"),
-        "reward_s_per_sequence": round(reward_s, 7),
-        "reference_s": round(statistics.median(references), 5),
+        "t_fix_s": t_fix,
+        "c_seq_s": c_seq,
+        "eta_kv": eta_kv,
+        "prefill_fix_s": prefill_fix,
+        "eta_prefill": eta_prefill,
+        "parallel_fraction": parallel_fraction,
+        "mfu_forward": mfu_forward,
+        "mfu_train": mfu_train,
+        "forward_elementwise_s": forward_elementwise,
+        "train_elementwise_s": train_elementwise,
+        "reward_s_per_sequence": reward_s,
     }
+    fitted = {name: float(f"{value:.4g}") for name, value in speed.at_typical_speed(at_start).items()}
+    f = fitted
     print(f"\nfitted on {', '.join(PRESETS)} (one core, one torch thread); worst relative error of each fit:")
     print(
-        f"  eta_compute {eta_compute:.2f}, t_fix_s {t_fix * 1e3:.3f} ms, c_seq_s {c_seq * 1e6:.1f} us/sequence,"
-        f" eta_kv {eta_kv:.4f}"
-        f"   (decode, {decode_err:.0%})"
+        f"  eta_compute {f['eta_compute']:.3f}, t_fix_s {f['t_fix_s'] * 1e3:.3f} ms,"
+        f" c_seq_s {f['c_seq_s'] * 1e6:.1f} us/sequence, eta_kv {f['eta_kv']:.4f}   (decode, {decode_err:.0%})"
     )
-    print(f"  prefill_fix_s {prefill_fix * 1e3:.3f} ms, eta_prefill {eta_prefill:.4f}   ({prefill_err:.0%})")
-    print(f"  mfu_forward {mfu_forward:.4f}, forward_elementwise_s {forward_elementwise:.3e}   ({forward_err:.0%})")
-    print(f"  mfu_train   {mfu_train:.4f}, train_elementwise_s {train_elementwise:.3e}   ({train_err:.0%})")
+    print(
+        f"  prefill_fix_s {f['prefill_fix_s'] * 1e3:.3f} ms, eta_prefill {f['eta_prefill']:.4f}   ({prefill_err:.0%})"
+    )
+    print(
+        f"  mfu_forward {f['mfu_forward']:.4f}, forward_elementwise_s {f['forward_elementwise_s']:.3e}"
+        f"   ({forward_err:.0%})"
+    )
+    print(f"  mfu_train   {f['mfu_train']:.4f}, train_elementwise_s {f['train_elementwise_s']:.3e}   ({train_err:.0%})")
     spread = f"{min(fractions):.2f}-{max(fractions):.2f}" if fractions else "not measured: one core"
     print(f"  parallel_fraction {parallel_fraction:.3f}   (median of {len(fractions)} points, {spread})")
-    print(f"  reward_s_per_sequence {reward_s * 1e6:.1f} us")
+    print(f"  reward_s_per_sequence {f['reward_s_per_sequence'] * 1e6:.1f} us")
     print(
-        f"  reference_s {statistics.median(references) * 1e3:.1f} ms   (start, middle, end:"
-        f" {', '.join(f'{r * 1e3:.1f}' for r in references)} ms)"
+        f"  reference_s {f['reference_s'] * 1e3:.1f} ms: the median speed over the measurement, which ran at"
+        f" {min(speed.ratios):.2f}-{max(speed.ratios):.2f}x the start's time ({speed.start_s * 1e3:.1f} ms);"
+        " every point was scaled to one speed"
     )
     if args.write:
         profile.update(fitted)

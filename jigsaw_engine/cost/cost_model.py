@@ -105,7 +105,8 @@ class RooflineCostModel:
     def kv_copy_s(self, model: ModelSpec, *, tokens: float, tp: int = 1) -> float:
         """One pass over ``tokens`` of KV cache outside attention: a padded engine (see
         :attr:`DeviceProfile.padded_kv_cache`) copies its whole cache, widened to its longest
-        row, to merge rows that join a running batch. Charged at the engine's own rate per
+        row, to merge rows that join a running batch, and copies the rows left out of it when
+        some end. Charged at the engine's own rate per
         byte of cache (``eta_kv``, which a decode iteration's concatenation is fitted into)."""
         d = self.device
         return tokens * model.kv_bytes_per_token / (tp * d.eta_kv * d.hbm_bytes_per_s)

@@ -219,6 +219,7 @@ def _simulate_worker(
         if bucket == "tail":
             out.tail_peak_context_tokens = max(out.tail_peak_context_tokens, context)
 
+        cut_s = _cut_s(cost, model, tp, running, iteration)
         while running and running[0][0] <= iteration:
             _, _, s = heapq.heappop(running)
             s.context = s.context_at(iteration)
@@ -228,6 +229,10 @@ def _simulate_worker(
             else:
                 context -= s.context
                 reserved -= s.reserved
+        if running and cut_s:  # the rows left are copied out of the cache at the next iteration
+            t += cut_s
+            out.decode_s += cut_s
+            out.bucket_s[bucket] += cut_s
 
         rejoined: list[_Seq] = []
         cached_rows = len(running)
@@ -281,6 +286,19 @@ def _merge_s(
         return 0.0
     widest = max(s.context_at(iteration) for _, _, s in running)
     return cost.kv_copy_s(model, tokens=len(running) * widest, tp=tp)
+
+
+def _cut_s(
+    cost: RooflineCostModel, model: ModelSpec, tp: int, running: list[tuple[int, int, _Seq]], iteration: int
+) -> float:
+    """A padded engine drops the rows whose turn ends now by copying the rows left out of its
+    cache, as wide as it was (:meth:`RooflineCostModel.kv_copy_s`): charged when a row ends,
+    and nothing for a paged engine. The caller charges it only if some rows are left."""
+    if not cost.device.padded_kv_cache or not running or running[0][0] > iteration:
+        return 0.0
+    ending = sum(1 for end, _, _ in running if end <= iteration)
+    widest = max(s.context_at(iteration) for _, _, s in running)
+    return cost.kv_copy_s(model, tokens=(len(running) - ending) * widest, tp=tp)
 
 
 def _turn_prefill_s(

@@ -1,5 +1,5 @@
 """The cost model's terms for the CPU host that real runs are forecast on: a prefill's fixed
-cost, the padded engine's cache merges, how a forward or update divides over cores, and the
+cost, the padded engine's cache merges and cuts, how a forward or update divides over cores, and the
 machine's speed against its profile's. GPU profiles keep their figures (none of them sets these)."""
 
 from __future__ import annotations
@@ -43,6 +43,24 @@ def test_a_turn_rejoining_a_running_padded_batch_pays_a_prefill_and_a_copy_of_th
     assert unpadded.prefill_s == pytest.approx(
         paged.prefill_s(TINY, tokens=100, square_tokens=90 * 90 + 10 * 10) + rejoin
     )
+
+
+def test_a_padded_batch_copies_the_rows_left_when_one_ends_and_nothing_when_none_is_left() -> None:
+    # Two 10-token prompts, replies of 2 and 6 tokens. Two iterations of both rows (they read
+    # 2 rows x 10.5 tokens on average), then the short one ends: the torch engine copies the
+    # long row out of its cache, 12 columns wide, before decoding it alone 4 more times (12 +
+    # 1.5 tokens on average). When the long one ends no row is left, so nothing is copied.
+    cpu = make_cost("cpu").device
+    padded, paged = RooflineCostModel(cpu), RooflineCostModel(replace(cpu, padded_kv_cache=False))
+    plans = [SequencePlan(10, (2,), (), 0), SequencePlan(10, (6,), (), 0)]
+    both = 2 * padded.decode_iteration_s(TINY, batch=2, context_tokens=2 * 10.5)
+    alone = 4 * padded.decode_iteration_s(TINY, batch=1, context_tokens=12 + 1.5)
+    cut = padded.kv_copy_s(TINY, tokens=1 * 12)
+    out = simulate_worker(padded, TINY, plans)
+    assert out.decode_s == pytest.approx(both + alone + cut)
+    assert out.bucket_s["tail"] == pytest.approx(out.decode_s)
+    # A paged engine frees the ended row's blocks in place.
+    assert simulate_worker(paged, TINY, plans).decode_s == pytest.approx(both + alone)
 
 
 def test_the_first_prefill_of_a_step_copies_nothing() -> None:

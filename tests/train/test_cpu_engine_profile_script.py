@@ -1,5 +1,6 @@
 """``scripts/measure_cpu_engine_profile.py``'s decode fit recovers known constants, the KV term
-(the engine's cost per byte of cache) included."""
+(the engine's cost per byte of cache) included; points timed as the machine's speed swings are
+scaled to one speed, and the constants fitted at the start's speed move to the typical one."""
 
 from __future__ import annotations
 
@@ -28,12 +29,31 @@ def test_the_decode_fit_recovers_fixed_per_sequence_and_kv_costs(script: ModuleT
     cost = RooflineCostModel(DeviceProfile(**{**profile, **truth}))
     points = []
     for preset in script.PRESETS:
-        for prompt in script.DECODE_PROMPTS:
-            for batch in script.DECODE_BATCHES:
-                context = script.decode_context(batch, prompt)
-                seconds = cost.decode_iteration_s(MODEL_CATALOGUE[preset], batch=batch, context_tokens=context)
-                points.append((preset, batch, prompt, seconds))
+        for batch, prompt in script.DECODE_CASES:
+            widest = prompt * 3 // 2  # prompts spread to 1.5x, left-padded to the longest
+            context = script.decode_context(batch, widest)
+            seconds = cost.decode_iteration_s(MODEL_CATALOGUE[preset], batch=batch, context_tokens=context)
+            points.append((preset, batch, widest, seconds))
     eta_compute, t_fix, c_seq, eta_kv, worst = script.fit_decode(profile, points)
     assert eta_compute == pytest.approx(truth["eta_compute"])
     assert (t_fix, c_seq, eta_kv) == pytest.approx((truth["t_fix_s"], truth["c_seq_s"], truth["eta_kv"]), rel=1e-6)
     assert worst < 1e-6
+
+
+def test_points_are_scaled_to_one_speed_and_constants_moved_to_the_typical_one(
+    script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reference work takes 0.3 s at the start, then 0.6 s around a first point (the
+    # machine at half speed: its 2 s count as 1 s), 0.3 s around a second, 0.45 s a third.
+    times = iter([0.3, 0.3, 0.3, 0.6, 0.6, 0.3, 0.3, 0.45, 0.45])
+    monkeypatch.setattr(script, "reference_seconds", lambda: next(times))
+    speed = script.AtOneSpeed()
+    assert speed.start_s == 0.3
+    assert speed.scaled(lambda: (2.0, 7.0)) == (1.0, 7.0)
+    assert speed.scaled(lambda: (1.0, 0.0))[0] == pytest.approx(1.0)
+    assert speed.scaled(lambda: (3.0, 0.0))[0] == pytest.approx(2.0)
+    assert speed.typical_ratio == pytest.approx(1.5)  # ratios 2, 1, 1.5
+    # At the typical speed (1.5x slower than the start) times are 1.5x longer, efficiencies
+    # 1.5x lower, a fraction of work that divides over cores the same; the reference 0.45 s.
+    moved = speed.at_typical_speed({"t_fix_s": 0.002, "mfu_train": 0.6, "parallel_fraction": 0.5})
+    assert moved == pytest.approx({"t_fix_s": 0.003, "mfu_train": 0.4, "parallel_fraction": 0.5, "reference_s": 0.45})
