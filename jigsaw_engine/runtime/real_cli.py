@@ -111,7 +111,7 @@ def _print_summary(result: dict[str, Any]) -> None:
             kinds = sorted(set(real) | set(sim), key=lambda k: -real.get(k, 0.0))
             stages = "  ".join(f"{k} {sim.get(k, 0.0):.1f}/{real.get(k, 0.0):.1f}" for k in kinds)
             errors = f"{f['prediction_error']:+6.0%} ({f['prediction_error_at_profile_speed']:+4.0%})"
-            print(f"{name:10s} x{figures['machine_slowdown']:.2f} {pid:18s} {errors}  {stages}")
+            print(f"{name:10s} x{f['machine_slowdown']:.2f} {pid:18s} {errors}  {stages}")
 
 
 def run_command(args: argparse.Namespace) -> int:

@@ -198,6 +198,7 @@ def _run(
         figures["predicted_step_latency_s"] = predicted["pipelines"][pid]
         figures["prediction_error"] = predicted["pipelines"][pid] / figures["step_latency_s"] - 1.0
         figures["prediction_error_at_profile_speed"] = as_profiled["pipelines"][pid] / figures["step_latency_s"] - 1.0
+        figures["machine_slowdown"] = slowdown  # what its forecast was scaled by (serial: its own run's)
         figures["stage_seconds"] = {"real": real_stages.get(pid, {}), "predicted": predicted["stages"].get(pid, {})}
     return {
         "machine_slowdown": slowdown,
