@@ -203,7 +203,7 @@ def _simulate_worker(
         mean_context = context + batch * (k - 1) / 2.0
         read = mean_context  # KV tokens an iteration reads: the cache rows, or (padded) rows x widest
         if cost.device.padded_kv_cache:
-            read = batch * (max(s.context_at(iteration) for _, _, s in running) + (k - 1) / 2.0)
+            read = batch * (_widest(running, iteration) + (k - 1) / 2.0)
         dt = k * cost.decode_iteration_s(model, batch=batch, context_tokens=read, tp=tp)
         out.context_token_s += mean_context * dt
         t += dt
@@ -229,7 +229,7 @@ def _simulate_worker(
             else:
                 context -= s.context
                 reserved -= s.reserved
-        if running and cut_s:  # the rows left are copied out of the cache at the next iteration
+        if cut_s:  # the rows left are copied out of the cache at the next iteration
             t += cut_s
             out.decode_s += cut_s
             out.bucket_s[bucket] += cut_s
@@ -284,21 +284,24 @@ def _merge_s(
     when no row was cached (the prefill's cache is the batch's) or for a paged engine."""
     if not cost.device.padded_kv_cache or cached_rows == 0:
         return 0.0
-    widest = max(s.context_at(iteration) for _, _, s in running)
-    return cost.kv_copy_s(model, tokens=len(running) * widest, tp=tp)
+    return cost.kv_copy_s(model, tokens=len(running) * _widest(running, iteration), tp=tp)
 
 
 def _cut_s(
     cost: RooflineCostModel, model: ModelSpec, tp: int, running: list[tuple[int, int, _Seq]], iteration: int
 ) -> float:
     """A padded engine drops the rows whose turn ends now by copying the rows left out of its
-    cache, as wide as it was (:meth:`RooflineCostModel.kv_copy_s`): charged when a row ends,
-    and nothing for a paged engine. The caller charges it only if some rows are left."""
+    cache, as wide as it was (:meth:`RooflineCostModel.kv_copy_s`); nothing when no row ends
+    or none is left, or for a paged engine."""
     if not cost.device.padded_kv_cache or not running or running[0][0] > iteration:
         return 0.0
-    ending = sum(1 for end, _, _ in running if end <= iteration)
-    widest = max(s.context_at(iteration) for _, _, s in running)
-    return cost.kv_copy_s(model, tokens=(len(running) - ending) * widest, tp=tp)
+    left = sum(1 for end, _, _ in running if end > iteration)
+    return cost.kv_copy_s(model, tokens=left * _widest(running, iteration), tp=tp) if left else 0.0
+
+
+def _widest(running: list[tuple[int, int, _Seq]], iteration: int) -> int:
+    """The longest running row's context: a padded cache's width."""
+    return max(s.context_at(iteration) for _, _, s in running)
 
 
 def _turn_prefill_s(
