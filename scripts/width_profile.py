@@ -1,0 +1,136 @@
+"""Where a mix's gap to its lower bound goes: each pipeline's step at every data-parallel width.
+
+    .venv/bin/python scripts/width_profile.py --mix M1 [--variant 8xh100] [--steps 5] [--seed 0]
+
+Each distinct pipeline of the mix is simulated alone, synchronous and colocated as verl runs it,
+at every width from one rollout worker to the whole cluster. Per width it prints the step time,
+the wall time of its rollout and of its training part (log-prob forwards, update, weight sync),
+and the device-seconds each costs per step.
+
+Training scales with the width (data parallelism), decode mostly does not: a long-tailed rollout
+lasts as long as its longest sequence, so more workers only cut their batches, and memory-bound
+iterations cost about the same at a smaller batch. The lower bound charges decode at the largest
+batch that fits, so on a mix of such pipelines the gap to it is decode run wide, not idle time.
+
+The last line per pipeline is a packing estimate: rollouts at the width where they cost the
+fewest device-seconds, training at its own, the mix's work spread over the cluster with no gap;
+no shorter than any pipeline's own chain (its shortest rollout, then its shortest training, at
+every step). It is what a schedule of narrow rollouts beside other pipelines' training could
+reach if it staggered the pipelines' phases perfectly; the report's lower bound, which charges
+decode at the largest batch that fits, is lower still.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, replace
+
+from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.cost.cost_model import RooflineCostModel
+from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.graph.builder import GraphConfig
+from jigsaw_engine.sched.dedicated import DedicatedScheduler
+from jigsaw_engine.spec.cluster import ClusterSpec
+from jigsaw_engine.spec.mixes import build_mix
+from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode, parse_pipeline_spec
+
+ROLLOUT_KINDS = ("prefill", "decode", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class WidthRow:
+    width: int
+    step_s: float
+    rollout_s: float
+    """Wall time from a step's first rollout sub-stage to its last, per step."""
+    training_s: float
+    rollout_device_s: float
+    """Devices the rollout holds times its wall time: the whole width waits for the last worker."""
+    training_device_s: float
+
+
+def profile_width(cluster: ClusterSpec, spec: PipelineSpec, width: int) -> WidthRow:
+    spec = replace(spec, mode=SyncMode.SYNC, staleness=0, resources=ResourceSpec(num_gpus=width, tp=spec.resources.tp))
+    cost = RooflineCostModel(load_device_profile(cluster.device_type))
+    controller = ClusterController(cluster, cost, scheduler=DedicatedScheduler(), graph_config=GraphConfig())
+    controller.submit("p", spec)
+    makespan = controller.run_until_idle()
+    spans: dict[tuple[int, bool], list[float]] = {}
+    for span in controller.timeline:
+        if span.kind == "reward":
+            continue
+        window = spans.setdefault((span.step, span.kind in ROLLOUT_KINDS), [span.start_s, span.end_s])
+        window[0], window[1] = min(window[0], span.start_s), max(window[1], span.end_s)
+    steps = spec.total_steps
+    rollout_s = sum(end - start for (_, rollout), (start, end) in spans.items() if rollout) / steps
+    training_s = sum(end - start for (_, rollout), (start, end) in spans.items() if not rollout) / steps
+    return WidthRow(width, makespan / steps, rollout_s, training_s, rollout_s * width, training_s * width)
+
+
+def packed_device_s(rows: list[WidthRow]) -> tuple[WidthRow, WidthRow, float]:
+    """(the width whose rollout, the width whose training, costs the fewest device-seconds; the
+    step's device-seconds at those widths)."""
+    narrow = min(rows, key=lambda r: r.rollout_device_s)
+    train = min(rows, key=lambda r: r.training_device_s)
+    return narrow, train, narrow.rollout_device_s + train.training_device_s
+
+
+def widths(cluster: ClusterSpec, tp: int) -> list[int]:
+    out, w = [], tp
+    while w <= cluster.num_devices:
+        out.append(w)
+        w *= 2
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mix", default="M1")
+    parser.add_argument("--variant", default=None)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    workload = build_mix(args.mix, variant=args.variant)
+    cluster = workload.cluster
+    specs = [parse_pipeline_spec(raw) for raw in workload.pipelines]
+    counts: dict[tuple[str, str, str], int] = {}
+    for spec in specs:
+        kind = (spec.model.name, spec.workload.name, spec.algorithm.value)
+        counts[kind] = counts.get(kind, 0) + 1
+    print(f"{args.mix} on {cluster.num_devices} x {cluster.device_type}, {args.steps} steps, seed {args.seed}")
+    packed_s, chain_s = 0.0, 0.0
+    seen: set[tuple[str, str, str]] = set()
+    for spec in specs:
+        kind = (spec.model.name, spec.workload.name, spec.algorithm.value)
+        if kind in seen:
+            continue
+        seen.add(kind)
+        spec = replace(spec, total_steps=args.steps, seed=args.seed * 1000 + spec.seed)
+        print(f"\n{spec.name} (x{counts[kind]} in the mix; asks for {spec.resources.num_gpus})")
+        header = ("width", "step s", "rollout s", "training s", "rollout dev-s", "training dev-s")
+        print(" ".join(f"{h:>{w}s}" for h, w in zip(header, (5, 8, 10, 11, 14, 15), strict=True)))
+        rows = [profile_width(cluster, spec, w) for w in widths(cluster, spec.resources.tp)]
+        for r in rows:
+            print(
+                f"{r.width:5d} {r.step_s:8.1f} {r.rollout_s:10.1f} {r.training_s:11.1f} "
+                f"{r.rollout_device_s:14.1f} {r.training_device_s:15.1f}"
+            )
+        narrow, train, per_step = packed_device_s(rows)
+        print(
+            f"packed: rollout on {narrow.width} ({narrow.rollout_device_s:.1f} dev-s), training on {train.width} "
+            f"({train.training_device_s:.1f} dev-s): {per_step:.1f} dev-s a step"
+        )
+        packed_s += per_step * counts[kind]
+        chain_s = max(chain_s, min(r.rollout_s for r in rows) + min(r.training_s for r in rows))
+    steps = specs[0].total_steps if all(s.total_steps == specs[0].total_steps for s in specs) else None
+    if steps is not None:
+        spread_s = packed_s * steps / cluster.num_devices
+        print(
+            f"\nthe mix's {steps} steps packed with no gap: {max(spread_s, chain_s * steps):,.0f} s "
+            f"(work over {cluster.num_devices} devices {spread_s:,.0f} s, longest chain {chain_s * steps:,.0f} s; "
+            f"per-step figures above from {args.steps} steps)"
+        )
+
+
+if __name__ == "__main__":
+    main()
