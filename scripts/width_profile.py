@@ -12,12 +12,13 @@ lasts as long as its longest sequence, so more workers only cut their batches, a
 iterations cost about the same at a smaller batch. The lower bound charges decode at the largest
 batch that fits, so on a mix of such pipelines the gap to it is decode run wide, not idle time.
 
-The last line per pipeline is a packing estimate: rollouts at the width where they cost the
-fewest device-seconds, training at its own, the mix's work spread over the cluster with no gap;
-no shorter than any pipeline's own chain (its shortest rollout, then its shortest training, at
-every step). It is what a schedule of narrow rollouts beside other pipelines' training could
-reach if it staggered the pipelines' phases perfectly; the report's lower bound, which charges
-decode at the largest batch that fits, is lower still.
+The last lines are a packing estimate: every kind of pipeline rolls out on one width and trains
+on another, chosen so that the mix steps as often as it can with its work spread over the
+cluster with no gap and no pipeline's chain (rollout, then training) longer than the period
+(:func:`packed_step_s`). It is what a schedule of narrow rollouts beside other pipelines'
+training could reach if it staggered their phases perfectly. The report's lower bound, which
+charges decode at the largest batch that fits, is lower still. Pipelines are taken as stepping
+together, so on a mix whose pipelines' step times differ the estimate is loose.
 """
 
 from __future__ import annotations
@@ -67,12 +68,45 @@ def profile_width(cluster: ClusterSpec, spec: PipelineSpec, width: int) -> Width
     return WidthRow(width, makespan / steps, rollout_s, training_s, rollout_s * width, training_s * width)
 
 
-def packed_device_s(rows: list[WidthRow]) -> tuple[WidthRow, WidthRow, float]:
-    """(the width whose rollout, the width whose training, costs the fewest device-seconds; the
-    step's device-seconds at those widths)."""
-    narrow = min(rows, key=lambda r: r.rollout_device_s)
-    train = min(rows, key=lambda r: r.training_device_s)
-    return narrow, train, narrow.rollout_device_s + train.training_device_s
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A step with its rollout on one width and its training on another."""
+
+    rollout: WidthRow
+    training: WidthRow
+
+    @property
+    def chain_s(self) -> float:
+        return self.rollout.rollout_s + self.training.training_s
+
+    @property
+    def device_s(self) -> float:
+        return self.rollout.rollout_device_s + self.training.training_device_s
+
+
+def packed_step_s(kinds: list[tuple[list[WidthRow], int]], num_devices: int) -> tuple[float, list[Layout]]:
+    """The shortest step period ``P`` a perfect packing reaches, and each kind's layout at it.
+
+    Every pipeline's step is a chain (its rollout, then its training), so ``P`` is at least the
+    longest chain; the mix's device-seconds per step spread over the cluster must fit in it too.
+    For each candidate ``P`` (every layout's chain), each kind takes the layout of fewest
+    device-seconds whose chain fits; the best ``P`` is kept. ``kinds``: (a kind's rows, how many
+    pipelines of it the mix holds)."""
+    options = [[Layout(r, t) for r in rows for t in rows] for rows, _ in kinds]
+    best: tuple[float, list[Layout]] = (float("inf"), [])
+    for period in sorted({o.chain_s for layouts in options for o in layouts}):
+        chosen = []
+        for layouts in options:
+            fitting = [o for o in layouts if o.chain_s <= period]
+            if not fitting:
+                break
+            chosen.append(min(fitting, key=lambda o: o.device_s))
+        else:
+            work = sum(o.device_s * count for o, (_, count) in zip(chosen, kinds, strict=True))
+            step_s = max(period, work / num_devices)
+            if step_s < best[0]:
+                best = (step_s, chosen)
+    return best
 
 
 def widths(cluster: ClusterSpec, tp: int) -> list[int]:
@@ -98,7 +132,7 @@ def main() -> None:
         kind = (spec.model.name, spec.workload.name, spec.algorithm.value)
         counts[kind] = counts.get(kind, 0) + 1
     print(f"{args.mix} on {cluster.num_devices} x {cluster.device_type}, {args.steps} steps, seed {args.seed}")
-    packed_s, chain_s = 0.0, 0.0
+    kinds: list[tuple[list[WidthRow], int]] = []
     seen: set[tuple[str, str, str]] = set()
     for spec in specs:
         kind = (spec.model.name, spec.workload.name, spec.algorithm.value)
@@ -115,21 +149,16 @@ def main() -> None:
                 f"{r.width:5d} {r.step_s:8.1f} {r.rollout_s:10.1f} {r.training_s:11.1f} "
                 f"{r.rollout_device_s:14.1f} {r.training_device_s:15.1f}"
             )
-        narrow, train, per_step = packed_device_s(rows)
+        kinds.append((rows, counts[kind]))
+    step_s, layouts = packed_step_s(kinds, cluster.num_devices)
+    print("\npacked with no gap, each kind's rollout and training widths chosen for the shortest step:")
+    for (rows, count), layout in zip(kinds, layouts, strict=True):
         print(
-            f"packed: rollout on {narrow.width} ({narrow.rollout_device_s:.1f} dev-s), training on {train.width} "
-            f"({train.training_device_s:.1f} dev-s): {per_step:.1f} dev-s a step"
+            f"  x{count}: rollout on {layout.rollout.width}, training on {layout.training.width}: "
+            f"{layout.chain_s:.1f} s chain, {layout.device_s:.1f} device-s a step"
         )
-        packed_s += per_step * counts[kind]
-        chain_s = max(chain_s, min(r.rollout_s for r in rows) + min(r.training_s for r in rows))
-    steps = specs[0].total_steps if all(s.total_steps == specs[0].total_steps for s in specs) else None
-    if steps is not None:
-        spread_s = packed_s * steps / cluster.num_devices
-        print(
-            f"\nthe mix's {steps} steps packed with no gap: {max(spread_s, chain_s * steps):,.0f} s "
-            f"(work over {cluster.num_devices} devices {spread_s:,.0f} s, longest chain {chain_s * steps:,.0f} s; "
-            f"per-step figures above from {args.steps} steps)"
-        )
+    steps = specs[0].total_steps
+    print(f"  a step every {step_s:.1f} s: {step_s * steps:,.0f} s for the mix's {steps} steps")
 
 
 if __name__ == "__main__":

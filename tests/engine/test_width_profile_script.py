@@ -15,8 +15,8 @@ def test_m1_rollouts_cost_more_device_seconds_wide_while_training_costs_about_th
     script = load_script("width_profile")
     workload = build_mix("M1")
     spec = replace(parse_pipeline_spec(workload.pipelines[0]), total_steps=3)
-    rows = [script.profile_width(workload.cluster, spec, w) for w in (1, 2, 8)]
-    one, two, eight = rows
+    rows = [script.profile_width(workload.cluster, spec, w) for w in (1, 2, 4, 8)]
+    one, two, _, eight = rows
     # More devices, shorter steps: the script measured the widths it was asked for.
     assert one.step_s > two.step_s > eight.step_s
     # Training is data parallel: 8x the devices, about 1/8 of the time (collectives aside).
@@ -25,8 +25,30 @@ def test_m1_rollouts_cost_more_device_seconds_wide_while_training_costs_about_th
     # The rollout lasts as long as its longest sequence: 8x the devices buy well under 2x.
     assert eight.rollout_s > one.rollout_s / 2
     assert eight.rollout_device_s > 4 * one.rollout_device_s
-    narrow, train, per_step = script.packed_device_s(rows)
-    assert narrow.width == 1
-    assert per_step == narrow.rollout_device_s + train.training_device_s
-    # Packed with no gap, four such pipelines beat verl's partitions of two devices each.
-    assert per_step * 4 / workload.cluster.num_devices < two.step_s
+    step_s, (layout,) = script.packed_step_s([(rows, 4)], workload.cluster.num_devices)
+    # Four such pipelines packed: rollouts narrower than training, a step sooner than verl's
+    # partitions of two devices each, and no sooner than one pipeline's own chain allows.
+    assert layout.rollout.width < layout.training.width
+    assert layout.chain_s <= step_s < two.step_s
+    assert step_s >= 4 * layout.device_s / workload.cluster.num_devices - 1e-9
+
+
+def test_packing_takes_the_period_that_fits_both_the_chain_and_the_work() -> None:
+    script = load_script("width_profile")
+    row = script.WidthRow
+    # Worked by hand, 4 devices, two pipelines of one kind:
+    # width 1: rollout 10 s, training 20 s; width 2: rollout 8 s (16 dev-s), training 10 s (20 dev-s).
+    rows = [row(1, 30.0, 10.0, 20.0, 10.0, 20.0), row(2, 18.0, 8.0, 10.0, 16.0, 20.0)]
+    # Layouts (rollout w, training w): (1,1) chain 30, 30 dev-s; (1,2) chain 20, 30 dev-s;
+    # (2,1) chain 28, 36 dev-s; (2,2) chain 18, 36 dev-s. Work for two: 60 or 72 dev-s over 4
+    # devices = 15 or 18 s. At P=18 only (2,2) fits: max(18, 18) = 18. At P=20 (1,2) fits with
+    # 30 dev-s: max(20, 15) = 20. The best is 18 s with (2,2).
+    step_s, (layout,) = script.packed_step_s([(rows, 2)], 4)
+    assert step_s == 18.0
+    assert (layout.rollout.width, layout.training.width) == (2, 2)
+    # On 8 devices the work fits sooner than the chain: (2,2) again, the chain sets 18 s; on 2
+    # devices the work sets it: (1,2) at 30 dev-s x 2 / 2 = 30 s beats (2,2) at 36 s.
+    assert script.packed_step_s([(rows, 2)], 8)[0] == 18.0
+    step_s, (layout,) = script.packed_step_s([(rows, 2)], 2)
+    assert step_s == 30.0
+    assert (layout.rollout.width, layout.training.width) in {(1, 2), (1, 1)}
