@@ -152,7 +152,7 @@ def main() -> None:
         kinds.append((rows, counts[kind]))
     step_s, layouts = packed_step_s(kinds, cluster.num_devices)
     print("\npacked with no gap, each kind's rollout and training widths chosen for the shortest step:")
-    for (rows, count), layout in zip(kinds, layouts, strict=True):
+    for (_, count), layout in zip(kinds, layouts, strict=True):
         print(
             f"  x{count}: rollout on {layout.rollout.width}, training on {layout.training.width}: "
             f"{layout.chain_s:.1f} s chain, {layout.device_s:.1f} device-s a step"
