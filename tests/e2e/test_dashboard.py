@@ -53,6 +53,9 @@ def test_submit_watch_cancel_and_tenant_isolation(browser, live_server_url, engi
     page, errors = sign_in(browser, base, "alice")
     page.get_by_test_id("new-job-button").click()
     page.wait_for_url(re.compile(r".*/new$"))
+    # The presets load after the page: the first one fills the spec unless it was edited. A
+    # fill racing that load (select all, preset lands, text typed) appends to the preset.
+    page.locator("#job-preset").wait_for()
 
     # A bad spec: the error appears at the field and nothing is submitted.
     spec = {"model": "qwen3-0.6b", "workload": "gsm8k", "data": {"train_batch_size": 16},
