@@ -72,6 +72,15 @@ class DeviceProfile:
     1 is perfect data parallelism, as FSDP across GPUs gives a full-size model. A CPU cluster's
     devices are cores serving the torch threads of one process, and a tiny model's 128-wide
     matrices hardly divide: measured, not assumed (``scripts/measure_cpu_engine_profile.py``)."""
+    rollout_threads_parallel_fraction: float = 1.0
+    """Share of a rollout worker's time that runs beside another worker of the same job when
+    the workers are threads of one process (Amdahl's law across them); the rest, the work
+    that holds the interpreter's lock (torch dispatch, sampling, each episode's turns and
+    tool calls in Python), runs one worker at a time. A tiny model's rollout is mostly that:
+    two workers on two cores took 0.7-1.3x the time of both on one core, one after the other
+    (``scripts/measure_rollout_threads.py``). Charged where the graph says the workers share
+    a process (:attr:`~jigsaw_engine.graph.builder.GraphConfig.workers_share_process`); 1
+    for GPU engines, whose kernels dwarf the Python around them."""
     reference_s: float | None = None
     """Seconds of :func:`jigsaw_engine.runtime.machine_speed.reference_seconds` on this host
     while the profile was measured: a real run times the same work beside itself and scales
@@ -112,6 +121,7 @@ SPEED_FREE_FIELDS = (
     "mfu_forward",
     "mfu_train",
     "parallel_fraction",
+    "rollout_threads_parallel_fraction",
     "reference_s",
 )
 """Fields a slower host leaves as they are: capacities, and fractions of the rates above."""

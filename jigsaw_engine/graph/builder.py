@@ -57,6 +57,13 @@ class GraphConfig:
     last leaves its sequences to the forwards on every device of the step. Off with long-tail
     migration (its sequences change workers) and for async pipelines, whose training part
     is not the rollout's."""
+    workers_share_process: bool = False
+    """A pipeline's rollout workers are threads of one process (the torch engine in a real
+    job's actor): what holds the interpreter's lock runs one worker at a time, so each
+    worker's rollout is charged the serial share of the others' that overlaps it
+    (:attr:`~jigsaw_engine.cost.device.DeviceProfile.rollout_threads_parallel_fraction`).
+    False where each worker has a process of its own (vLLM engines, rollout worker actors)
+    and in the simulator's GPU clusters."""
 
 
 def split_by_worker(
@@ -137,6 +144,8 @@ def build_step_graph(
         chains[w] = _worker_chain(
             rollout, spec, step, w, reprefill_s if interrupted else 0.0, overhead_s=cost.device.stage_overhead_s
         )
+    if config.workers_share_process:
+        chains = _sharing_one_interpreter(chains, cost.device.rollout_threads_parallel_fraction)
     migration_edges: list[tuple[str, str]] = []
     for m in migrations:  # the source stops where it hands its sequences on
         chains[m.source] = _cut_at_tail_entry(chains[m.source], rollouts[m.source])
@@ -221,6 +230,27 @@ def build_step_graph(
 
 def _is_tail(node: SubStage) -> bool:
     return node.kind is SubStageKind.DECODE and node.bucket == "tail"
+
+
+def _sharing_one_interpreter(chains: dict[int, list[SubStage]], parallel: float) -> dict[int, list[SubStage]]:
+    """Worker chains whose device work is lengthened by the other workers' work that holds
+    the same interpreter's lock (``1 - parallel`` of it) while they run: worker ``i`` alone
+    takes ``T_i``, beside the others ``T_i + (1 - parallel) * sum_j min(T_j, T_i)``. Two
+    equal workers each take ``(2 - parallel) T``: twice ``T`` fully serial, ``T`` fully
+    parallel. The workers are taken to start together, as a step's do; tool waits (host
+    nodes, replayed as measured) are left as they are."""
+    if parallel >= 1.0 or len(chains) < 2:
+        return chains
+    alone = {w: sum(n.duration_s for n in chain if n.devices > 0) for w, chain in chains.items()}
+    out: dict[int, list[SubStage]] = {}
+    for w, chain in chains.items():
+        if alone[w] <= 0:
+            out[w] = chain
+            continue
+        waits = (1.0 - parallel) * sum(min(t, alone[w]) for v, t in alone.items() if v != w)
+        scale = (alone[w] + waits) / alone[w]
+        out[w] = [replace(n, duration_s=n.duration_s * scale) if n.devices > 0 else n for n in chain]
+    return out
 
 
 def _early_forwards(

@@ -157,6 +157,9 @@ def run_command(args: argparse.Namespace) -> int:
             ),
             steps=args.steps,
             prefix_cache=args.rollout_engine == "vllm",
+            # Torch engines are threads of the pipeline's actor (or of this process), unless
+            # each rollout worker has an actor of its own; vLLM engines run in their own processes.
+            workers_share_process=args.rollout_engine == "torch" and args.executor != "ray-split",
             progress=LiveProgress(),
             machine_speed=reference_seconds,
         )

@@ -21,6 +21,7 @@ from jigsaw_engine.control.cluster_controller import ClusterController, Timeline
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile, slowed_down
 from jigsaw_engine.errors import FieldError, SpecError
+from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.runtime.real_jobs import check_real_spec
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime
 from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
@@ -71,16 +72,21 @@ def run_real_workload(
     steps: int | None = None,
     progress: Progress | None = None,
     prefix_cache: bool = False,
+    workers_share_process: bool = False,
     machine_speed: MachineSpeed | None = None,
 ) -> dict[str, Any]:
     """Each policy's real run of ``workload`` beside the simulator's forecast of it.
     ``prefix_cache``: the rollout engine keeps conversations' KV cache across turns (vLLM; the
     torch engine prefills each turn's whole conversation), as the graphs must charge it.
+    ``workers_share_process``: a job's rollout workers are threads of one process (the torch
+    engine in a pipeline actor), so the graphs charge what they wait for each other's
+    interpreter lock (:attr:`GraphConfig.workers_share_process`).
     ``machine_speed``, timed before and after each run, scales the forecast's profile by how
     much slower the machine runs than when the profile was measured (its ``reference_s``);
     without it, or for a profile with no reference, the forecast takes the profile as it is."""
     specs = check_real_workload(workload, steps=steps)
-    run = partial(_run, make_executor=make_executor, progress=progress, prefix_cache=prefix_cache, speed=machine_speed)
+    graph = partial(_real_graph, prefix_cache=prefix_cache, workers_share_process=workers_share_process)
+    run = partial(_run, make_executor=make_executor, progress=progress, graph=graph, speed=machine_speed)
     result: dict[str, Any] = {
         "cluster": {"num_devices": workload.cluster.num_devices, "device_type": workload.cluster.device_type},
         "policies": {},
@@ -129,14 +135,14 @@ def _run(
     make_executor: ExecutorFactory,
     progress: Progress | None,
     label: str,
-    prefix_cache: bool,
+    graph: Callable[[str], GraphConfig],
     speed: MachineSpeed | None,
 ) -> dict[str, Any]:
     profile = load_device_profile(cluster.device_type)
     reference_s = profile.reference_s if speed is not None else None
     before_s = speed() if speed is not None and reference_s else 0.0
     cost = RooflineCostModel(profile)
-    graph_config = replace(real_graph_config_for(policy), prefix_cache=prefix_cache)
+    graph_config = graph(policy)
     executor = make_executor(specs, graph_config.train_minibatches, cluster)
     try:  # the executor holds processes and reserved devices: given back however the run ends
         runtime = RealRuntime(executor)
@@ -187,9 +193,9 @@ def _run(
             "score_mean_per_step": [round(m["critic/score/mean"], 4) for m in steps],
             "completion_s": run.ended_s,
         }
-    predicted = predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache, slowdown=slowdown)
+    predicted = predict_with_simulator(cluster, policy, specs, plans, graph_config=graph_config, slowdown=slowdown)
     as_profiled = (
-        predict_with_simulator(cluster, policy, specs, plans, prefix_cache=prefix_cache)
+        predict_with_simulator(cluster, policy, specs, plans, graph_config=graph_config)
         if slowdown != 1.0
         else predicted
     )
@@ -212,13 +218,18 @@ def _run(
     }
 
 
+def _real_graph(policy: str, *, prefix_cache: bool, workers_share_process: bool) -> GraphConfig:
+    base = real_graph_config_for(policy)
+    return replace(base, prefix_cache=prefix_cache, workers_share_process=workers_share_process)
+
+
 def predict_with_simulator(
     cluster: ClusterSpec,
     policy: str,
     specs: Mapping[str, Mapping[str, Any]],
     plans: Mapping[str, Mapping[int, list[SequencePlan]]],
     *,
-    prefix_cache: bool,
+    graph_config: GraphConfig,
     slowdown: float = 1.0,
 ) -> dict[str, Any]:
     """The simulator's forecast of the run just made: same controller, scheduler and cost
@@ -228,7 +239,6 @@ def predict_with_simulator(
     The gap to the real run is the cost model's error for this machine and these models.
     """
     cost = RooflineCostModel(slowed_down(load_device_profile(cluster.device_type), slowdown))
-    graph_config = replace(real_graph_config_for(policy), prefix_cache=prefix_cache)
     parsed = {pid: parse_pipeline_spec(spec) for pid, spec in specs.items()}
     by_spec = {id(spec): pid for pid, spec in parsed.items()}
 

@@ -252,8 +252,9 @@ def test_the_forecast_on_a_machine_twice_as_slow_takes_twice_as_long():
     specs = {"p0-a": tiny_spec("a", steps=2), "p1-b": tiny_spec("b", workload="aime_refine", seed=3, steps=2)}
     plans = {pid: {k: sample_step(parse_pipeline_spec(spec), k) for k in range(2)} for pid, spec in specs.items()}
     cluster = ClusterSpec(num_nodes=1, devices_per_node=2, device_type="cpu")
-    normal = predict_with_simulator(cluster, "dedicated", specs, plans, prefix_cache=False)
-    slow = predict_with_simulator(cluster, "dedicated", specs, plans, prefix_cache=False, slowdown=2.0)
+    graph = replace(real_graph_config_for("dedicated"), prefix_cache=False)
+    normal = predict_with_simulator(cluster, "dedicated", specs, plans, graph_config=graph)
+    slow = predict_with_simulator(cluster, "dedicated", specs, plans, graph_config=graph, slowdown=2.0)
     assert slow["makespan_s"] == pytest.approx(2 * normal["makespan_s"])
     for pid in specs:
         assert slow["pipelines"][pid] == pytest.approx(2 * normal["pipelines"][pid])
