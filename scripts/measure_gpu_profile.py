@@ -1320,9 +1320,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile["padded_kv_cache"] = False  # a GPU rolls out on vLLM: a paged cache, no padding
     # Fitted on the CPU host only (scripts/measure_cpu_engine_profile.py): a full-size model's
     # prefills, forwards and updates are charged by FLOPs, data parallelism across GPUs is
-    # linear, and no real run on this host is forecast against a speed reference.
+    # linear, rollout workers are engines of their own (vLLM), and no real run on this host is
+    # forecast against a speed reference.
     profile |= {"prefill_fix_s": 0.0, "forward_elementwise_s": 0.0, "train_elementwise_s": 0.0}
-    profile |= {"parallel_fraction": 1.0, "reference_s": None}
+    profile |= {"parallel_fraction": 1.0, "rollout_threads_parallel_fraction": 1.0, "reference_s": None}
     points = {
         "profile": name,
         "device": hw_name,
