@@ -26,14 +26,10 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, replace
 
-from jigsaw_engine.control.cluster_controller import ClusterController
-from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.cost.device import load_device_profile
-from jigsaw_engine.graph.builder import GraphConfig
-from jigsaw_engine.sched.dedicated import DedicatedScheduler
+from jigsaw_engine.bench.simulate import POLICIES, run_policy
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.mixes import build_mix
-from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode, parse_pipeline_spec
+from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, parse_pipeline_spec
 
 ROLLOUT_KINDS = ("prefill", "decode", "tool")
 
@@ -51,13 +47,12 @@ class WidthRow:
 
 
 def profile_width(cluster: ClusterSpec, spec: PipelineSpec, width: int) -> WidthRow:
-    spec = replace(spec, mode=SyncMode.SYNC, staleness=0, resources=ResourceSpec(num_gpus=width, tp=spec.resources.tp))
-    cost = RooflineCostModel(load_device_profile(cluster.device_type))
-    controller = ClusterController(cluster, cost, scheduler=DedicatedScheduler(), graph_config=GraphConfig())
-    controller.submit("p", spec)
-    makespan = controller.run_until_idle()
+    """``spec`` alone on ``width`` devices, as ``verl-dedicated`` runs it (synchronous, colocated)."""
+    spec = replace(spec, resources=ResourceSpec(num_gpus=width, tp=spec.resources.tp))
+    run = run_policy(POLICIES["verl-dedicated"], cluster, {"p": spec})
+    makespan = run.makespan_s
     spans: dict[tuple[int, bool], list[float]] = {}
-    for span in controller.timeline:
+    for span in run.controller.timeline:
         if span.kind == "reward":
             continue
         window = spans.setdefault((span.step, span.kind in ROLLOUT_KINDS), [span.start_s, span.end_s])
