@@ -11,6 +11,8 @@ import pytest
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[None]:
     ray = pytest.importorskip("ray")
+    from jigsaw_engine.runtime.ray.placement import EMBEDDED_RAY_SYSTEM_CONFIG
+
     ray.init(
         num_cpus=2,
         object_store_memory=256 * 2**20,  # the default takes 30% of RAM in /dev/shm
@@ -18,6 +20,7 @@ def ray_cluster() -> Iterator[None]:
         namespace="jigsaw",
         log_to_driver=False,
         _temp_dir="/tmp/jrt-ray",  # short: Ray's socket paths have a length limit
+        _system_config=EMBEDDED_RAY_SYSTEM_CONFIG,  # the workers' priority, as `jigsaw run` starts them
     )
     try:
         yield

@@ -78,6 +78,8 @@ def _executor_factory(kind: str, options: RealJobOptions) -> ExecutorFactory:
 def _start_ray() -> None:
     import ray
 
+    from jigsaw_engine.runtime.ray.placement import EMBEDDED_RAY_SYSTEM_CONFIG
+
     address = os.environ.get("RAY_ADDRESS")
     if address:
         ray.init(address=address, namespace="jigsaw", log_to_driver=False)
@@ -88,6 +90,7 @@ def _start_ray() -> None:
         namespace="jigsaw",
         log_to_driver=False,
         _temp_dir=os.path.join(tempfile.gettempdir(), "jrr"),
+        _system_config=EMBEDDED_RAY_SYSTEM_CONFIG,
     )
 
 

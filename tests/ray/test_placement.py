@@ -20,6 +20,11 @@ class Resident:
     def node(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
+    def niceness(self) -> int:
+        import os
+
+        return os.nice(0)
+
 
 def bundle_free(placement: DevicePlacement, node: int, index: int) -> float:
     """What is left of one device's bundle (Ray names it ``CPU_group_<index>_<group id>``; it
@@ -60,3 +65,14 @@ def test_a_ray_cluster_too_small_for_the_plan_is_refused_with_the_fix(ray_cluste
     assert "--num-cpus" in error.message and "ENGINE_DEVICES_PER_NODE" in error.message
     # Nothing half-reserved is left behind.
     eventually(lambda: free_cpus() == before)
+
+
+def test_a_device_s_work_runs_at_the_host_s_normal_priority(ray_cluster) -> None:
+    """Ray would start its workers at nice 15, where any other process that wakes preempts a
+    node's torch threads; the engine's own clusters run them at nice 0."""
+    placement = DevicePlacement(ClusterSpec(1, 2, "cpu"))
+    try:
+        resident = Resident.options(**placement.actor_options(1)).remote()
+        assert ray.get(resident.niceness.remote()) == 0
+    finally:
+        placement.remove()
