@@ -19,11 +19,18 @@ cluster with no gap and no pipeline's chain (rollout, then training) longer than
 training could reach if it staggered their phases perfectly. The report's lower bound, which
 charges decode at the largest batch that fits, is lower still. Pipelines are taken as stepping
 together, so on a mix whose pipelines' step times differ the estimate is loose.
+
+The packing is fluid: it lets device-seconds fill any gap, while a training sub-stage needs its
+devices all at once. On a mix of one kind of pipeline (M1) the script also prints the best
+schedule that keeps sub-stages whole (:func:`round_robin_step_s`): the pipelines take turns to
+train, a few at a time on a wide group, while the others roll out on narrow ones.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from jigsaw_engine.bench.simulate import POLICIES, run_policy
@@ -104,6 +111,41 @@ def packed_step_s(kinds: list[tuple[list[WidthRow], int]], num_devices: int) -> 
     return best
 
 
+@dataclass(frozen=True, slots=True)
+class RoundRobin:
+    """Identical pipelines taking turns to train: ``at_once`` of them train, each on
+    ``training.width`` devices, while every other one rolls out on ``rollout.width``."""
+
+    rollout: WidthRow
+    training: WidthRow
+    at_once: int
+    step_s: float
+
+
+def round_robin_step_s(rows: Mapping[int, WidthRow], count: int, num_devices: int) -> RoundRobin:
+    """The shortest step period of ``count`` identical pipelines whose sub-stages stay whole.
+
+    While ``s`` pipelines train on ``w`` devices each, the other ``count - s`` roll out on ``r``
+    each, so ``s * w + (count - s) * r`` devices must exist (and ``count * r`` for the moments
+    when every pipeline rolls out). A pipeline's step is its chain
+    (rollout on ``r``, then training on ``w``), and the trainings take ``ceil(count / s)`` turns
+    a step, so the period is the longer of the two. ``rows``: the pipeline alone at each width."""
+    best: RoundRobin | None = None
+    for rollout in rows.values():
+        for training in rows.values():
+            for at_once in range(1, count + 1):
+                busiest = max(at_once * training.width + (count - at_once) * rollout.width, count * rollout.width)
+                if busiest > num_devices:
+                    continue
+                turns = math.ceil(count / at_once) * training.training_s
+                period = max(rollout.rollout_s + training.training_s, turns)
+                if best is None or period < best.step_s:
+                    best = RoundRobin(rollout, training, at_once, period)
+    if best is None:
+        raise ValueError(f"{count} pipelines do not fit on {num_devices} devices at any of the widths given")
+    return best
+
+
 def widths(cluster: ClusterSpec, tp: int) -> list[int]:
     out, w = [], tp
     while w <= cluster.num_devices:
@@ -154,6 +196,19 @@ def main() -> None:
         )
     steps = specs[0].total_steps
     print(f"  a step every {step_s:.1f} s: {step_s * steps:,.0f} s for the mix's {steps} steps")
+    if len(kinds) == 1:  # one kind: the best schedule of whole sub-stages, at every width
+        spec = replace(specs[0], total_steps=args.steps, seed=args.seed * 1000 + specs[0].seed)
+        tp = spec.resources.tp
+        every = {r.width: r for r in kinds[0][0]}
+        for w in range(tp, cluster.num_devices + 1, tp):
+            if w not in every:
+                every[w] = profile_width(cluster, spec, w)
+        ring = round_robin_step_s(every, kinds[0][1], cluster.num_devices)
+        print(
+            f"taking turns with whole sub-stages: {ring.at_once} at a time train on {ring.training.width}, "
+            f"the others roll out on {ring.rollout.width}: a step every {ring.step_s:.1f} s: "
+            f"{ring.step_s * steps:,.0f} s for {steps} steps"
+        )
 
 
 if __name__ == "__main__":

@@ -152,6 +152,7 @@ JIGSAW_POLICIES = {
     "jigsaw-with-split": JigsawOptions(colocate=True),
     "jigsaw-no-resize": JigsawOptions(resize=False),
     "jigsaw-rollout-only": JigsawOptions(rollout_only=True),
+    "jigsaw-no-turns": JigsawOptions(take_turns=False),
 }
 POLICIES.update(
     {

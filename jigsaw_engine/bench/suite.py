@@ -27,6 +27,7 @@ ABLATIONS = (
     "jigsaw-with-split",
     "jigsaw-no-resize",
     "jigsaw-rollout-only",
+    "jigsaw-no-turns",
 )
 SUITE_POLICIES = (*BASELINES, "jigsaw", *ABLATIONS)
 SUITE_MIXES: tuple[tuple[str, str, str | None], ...] = (

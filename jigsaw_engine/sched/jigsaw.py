@@ -25,6 +25,9 @@ ablations:
   real gain); pipelines are ranked by projected remaining time weighted by priority.
   Without it (``greedy``): every idle device is lent, homes grow in proportion to what was
   asked for, and pipelines go in arrival order.
+- **taking turns** (``take_turns``, look-ahead only): alike synchronous pipelines each roll out
+  on one worker and take turns to train on a wide group (:class:`Turns`), when the look-ahead
+  projects a shorter step than their homes give.
 
 A device moving from one pipeline to another pays a warm context switch (the state comes from
 host memory, :meth:`RooflineCostModel.context_switch_s`).
@@ -38,7 +41,7 @@ from dataclasses import dataclass, replace
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.interference import InterferenceTable, load_interference_table
-from jigsaw_engine.graph.builder import GraphConfig
+from jigsaw_engine.graph.builder import TRAIN_STATE_BYTES_PER_PARAM, GraphConfig
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
 from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.sched.projection import Demand, StepProfile, balanced_widths, fair_floor
@@ -62,6 +65,12 @@ MIN_SHRINK_GAIN = 0.05
 """A look-ahead resize shrinks a home only if that brings the latest projected completion in
 by at least this fraction."""
 
+TURN_HOME_WORKERS = 2
+"""Widest home (in rollout workers) whose observed rollout stands for a one-worker one when
+planning turns: a long-tailed rollout barely shortens from one worker to two (M1: 36.4 s on
+one, 32.1 s on two), but a rollout observed on eight ran its batch eight ways (random mix 7:
+two 0.6B jobs of 8 devices each taking turns on one worker ran 0.74x as fast)."""
+
 ChainKey = tuple[str, int, int | None]
 """(pipeline, step, worker): a rollout worker's chain, or (worker None) a step's training chain."""
 
@@ -76,6 +85,10 @@ class JigsawOptions:
     resize: bool = True
     widen: bool = True
     """Training chains also take devices left idle, up to twice their width."""
+    take_turns: bool = True
+    """Like pipelines (same model, task and layout, all synchronous) take turns to train on a
+    wide group while the others roll out on one worker each (:class:`Turns`); chosen by the
+    look-ahead only when it projects a shorter step."""
     rollout_only: bool = False
     """Multiplex rollout sub-stages only (idle devices lent to rollout workers): training chains
     stay on their home, never widened nor beside a tail."""
@@ -83,6 +96,21 @@ class JigsawOptions:
     max_slowdown: float = 1.5
     """Look-ahead resize: a pipeline gives devices to one projected to finish later only while
     its own projected step time stays within this factor of its time on what it asked for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Turns:
+    """Like pipelines taking turns to train: each rolls out on its own ``tp`` devices (one
+    worker) and then trains on ``width`` devices, its own plus devices no one rolls out on (and
+    the idle own devices of pipelines waiting for a later turn); ``at_once`` train at a time.
+    A long-tailed rollout barely shortens with more workers while training is data parallel,
+    so narrow rollouts free devices for wide trainings, whose turns stagger the pipelines'
+    phases. Projected step: ``period_s``."""
+
+    members: frozenset[str]
+    width: int
+    at_once: int
+    period_s: float
 
 
 def _is_tail(node: SubStage) -> bool:
@@ -122,6 +150,11 @@ class JigsawScheduler:
         self._step_began: dict[str, tuple[int, float]] = {}
         """(step, time) each pipeline's newest step began generating."""
         self._profile: dict[str, StepProfile] = {}
+        self._turns: Turns | None = None
+        self._specs: Mapping[str, PipelineSpec] = {}
+        self._num_devices = cluster.num_devices
+        self._turn_steps: dict[tuple[str, int], int] = {}
+        """Steps built to take turns, and the width their training takes."""
         """Each pipeline's observed steps, smoothed (the look-ahead resize's projection)."""
 
     # -- admission and resizing --------------------------------------------------------
@@ -149,6 +182,10 @@ class JigsawScheduler:
         may also shrink, to hand devices to the pipeline projected to finish last."""
         asked = view.specs[pipeline_id].resources
         home = self._home[pipeline_id]
+        turns = self._plan_turns(view)
+        if turns is not None and pipeline_id in turns.members:
+            self._turn_steps[(pipeline_id, step)] = turns.width
+            return ResourceSpec(num_gpus=asked.tp, tp=asked.tp)
         if view.queued and len(home) > asked.num_gpus:
             home = self._home[pipeline_id] = home[: asked.num_gpus]
         elif self.options.resize and not view.queued and pipeline_id in view.recent_step_s:
@@ -175,6 +212,49 @@ class JigsawScheduler:
         rollout = min(max(asked.tp, rollout), width - 1)
         self._rollout_part[pipeline_id] = rollout
         return ResourceSpec(num_gpus=width, tp=asked.tp, rollout_gpus=rollout)
+
+    def _plan_turns(self, view: ClusterView) -> Turns | None:
+        """Look-ahead: should the pipelines take turns (:class:`Turns`)? Only when every
+        pipeline running is alike (so their turns are even), synchronous and colocated, each
+        has a step profile, and the best turn-taking layout is projected to step at least
+        ``MIN_SHRINK_GAIN`` sooner than their homes do. The one-worker rollout is taken at
+        the wall time observed at home, so only homes of at most ``TURN_HOME_WORKERS`` workers
+        qualify; a training on ``w`` devices at the profile's device-seconds over ``w`` plus
+        the weight sync. Kept while the same pipelines run."""
+        members = frozenset(view.specs)
+        if self._turns is not None and self._turns.members == members:
+            return self._turns
+        self._turns = None
+        o = self.options  # a turn's training is widened, so not where training keeps its width
+        if not (o.take_turns and o.lookahead and o.resize and o.widen) or o.rollout_only or view.queued:
+            return None
+        specs = list(view.specs.values())
+        alike = {(s.model.name, s.workload.name, s.algorithm, s.resources.tp, s.ppo_epochs) for s in specs}
+        if len(specs) < 2 or len(alike) != 1 or any(pid not in self._profile for pid in view.specs):
+            return None
+        if any(s.mode is not SyncMode.SYNC or s.resources.rollout_gpus is not None for s in specs):
+            return None
+        tp, count, devices = specs[0].resources.tp, len(specs), view.num_devices
+        if count * tp > devices or any(len(self._home[pid]) > TURN_HOME_WORKERS * tp for pid in view.specs):
+            return None
+        profiles = [self._profile[pid] for pid in view.specs]
+        rollout_s = max(p.serial_s - p.sync_s for p in profiles)
+        homes_s = max(p.step_s(len(self._home[pid])) for pid, p in zip(view.specs, profiles, strict=True))
+        state = TRAIN_STATE_BYTES_PER_PARAM * specs[0].model.num_params
+        best: Turns | None = None
+        for width in range(tp, devices + 1, tp):
+            if width * self._capacity < state:
+                continue  # the training state does not fit on so few devices
+            train_s = max(p.scalable_gpu_s / width + p.sync_s for p in profiles)
+            for at_once in range(1, count + 1):
+                if at_once * width + (count - at_once) * tp > devices:
+                    break
+                period = max(rollout_s + train_s, math.ceil(count / at_once) * train_s)
+                if best is None or period < best.period_s:
+                    best = Turns(members, width, at_once, period)
+        if best is not None and best.period_s < (1 - MIN_SHRINK_GAIN) * homes_s:
+            self._turns = best
+        return self._turns
 
     def _target_width(self, view: ClusterView, pipeline_id: str, step: int) -> int:
         """Lookahead, a pipeline whose last step was observed: the width that brings in the
@@ -265,6 +345,7 @@ class JigsawScheduler:
 
     # -- placement ---------------------------------------------------------------------
     def decide(self, view: ClusterView) -> list[Task]:
+        self._specs, self._num_devices = view.specs, view.num_devices
         load = dict(view.device_load)
         on_device: dict[int, list[Task]] = {}
         for task in view.running:
@@ -281,7 +362,14 @@ class JigsawScheduler:
                 tasks.append(Task(pid, node, ()))
                 continue
             key: ChainKey = (pid, node.step, node.worker)
-            devices = self._chains.get(key) or self._choose(view, stage, load, on_device, owner)
+            devices = self._chains.get(key)
+            if devices is None and (pid, node.step) in self._turn_steps:
+                devices = self._take_turn(view, pid, node, load)
+                if devices is None:
+                    continue
+                self._widened[key] = True  # a turn's training is as wide as planned already
+            elif devices is None:
+                devices = self._choose(view, stage, load, on_device, owner)
             if devices is not None and len(devices) != node.devices:  # a widened training chain goes on wide
                 stage = replace(stage, node=_widened(node, len(devices)))
             if devices is None or (placement := self._fit(view, stage, devices, load, on_device)) is None:
@@ -301,6 +389,38 @@ class JigsawScheduler:
         if self.options.widen and not self.options.rollout_only:
             tasks = [self._widen(view, t, load, owner, on_device) for t in tasks]
         return tasks
+
+    def _take_turn(
+        self, view: ClusterView, pid: str, node: SubStage, load: Mapping[int, float]
+    ) -> tuple[int, ...] | None:
+        """Devices for a chain of a step that takes turns, or None to wait: a rollout worker on
+        the pipeline's own ``tp`` devices; its training there too, plus the free devices nobody
+        takes turns rolling out on, as many as the turn's width (it waits for a whole turn
+        rather than start narrow and hold them longer), plus the own devices of pipelines
+        waiting for a later turn (idle until this one ends, when the next turn begins)."""
+        tp = self._specs[pid].resources.tp
+        own = self._home[pid][: node.devices if node.worker is not None else tp]
+        if any(load.get(d, 0.0) > EPS for d in own):
+            return None
+        if node.worker is not None:
+            return own
+        width = self._turn_steps[(pid, node.step)]
+        rolling = {d for p, _ in self._turn_steps for d in self._home[p][: self._specs[p].resources.tp]}
+        spare = [d for d in range(self._num_devices) if d not in rolling and load.get(d, 0.0) < EPS]
+        spare.sort(key=lambda d: (0 if pid in self._resident.get(d, ()) else 1, d))
+        if len(own) + len(spare) < width:
+            return None
+        waiting = {
+            s.pipeline_id
+            for s in view.ready
+            if s.pipeline_id != pid
+            and s.node.worker is None
+            and s.node.devices > 0
+            and (s.pipeline_id, s.node.step) in self._turn_steps
+            and (s.pipeline_id, s.node.step, None) not in self._chains
+        }
+        idle = [d for p in sorted(waiting) for d in self._home[p][:tp] if load.get(d, 0.0) < EPS]
+        return tuple(sorted(own + tuple(spare[: width - len(own)]) + tuple(idle)))
 
     def _widen(
         self,
@@ -434,11 +554,14 @@ class JigsawScheduler:
         self._profile.pop(pipeline_id, None)
         self._step_began.pop(pipeline_id, None)
         self._step_start = {k: v for k, v in self._step_start.items() if k[0] != pipeline_id}
+        self._turn_steps = {k: v for k, v in self._turn_steps.items() if k[0] != pipeline_id}
 
     def _forget_finished_chains(self, view: ClusterView) -> None:
         live = {(s.pipeline_id, s.node.step) for s in view.ready} | {(t.pipeline_id, t.node.step) for t in view.running}
         self._chains = {k: v for k, v in self._chains.items() if (k[0], k[1]) in live}
         self._widened = {k: v for k, v in self._widened.items() if k in self._chains}
+        open_steps = live | {(pid, done + i) for pid, (done, _) in view.progress.items() for i in range(2)}
+        self._turn_steps = {k: v for k, v in self._turn_steps.items() if k in open_steps}
 
     def _order(self, view: ClusterView) -> list[ReadyStage]:
         """Chains already placed continue first (their devices hold their state), then new

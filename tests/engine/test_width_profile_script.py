@@ -52,3 +52,27 @@ def test_packing_takes_the_period_that_fits_both_the_chain_and_the_work() -> Non
     step_s, (layout,) = script.packed_step_s([(rows, 2)], 2)
     assert step_s == 30.0
     assert (layout.rollout.width, layout.training.width) in {(1, 2), (1, 1)}
+
+
+def test_taking_turns_keeps_sub_stages_whole_and_so_steps_no_sooner_than_the_fluid_packing() -> None:
+    script = load_script("width_profile")
+    row = script.WidthRow
+    # Worked by hand, 4 devices, two pipelines of one kind (rollout s, training s per width):
+    # 1: 10, 12; 2: 9, 6; 3: 8.5, 4; 4: 8, 3 (device-seconds: the wall time x the width).
+    rows = {
+        w: row(w, r + t, r, t, r * w, t * w)
+        for w, r, t in ((1, 10.0, 12.0), (2, 9.0, 6.0), (3, 8.5, 4.0), (4, 8.0, 3.0))
+    }
+    # Taking turns, one at a time (s = 1) needs w + r <= 4: (r 1, w 3) steps every
+    # max(10 + 4, 2 x 4) = 14 s; (r 2, w 2) every max(9 + 6, 2 x 6) = 15 s. Both at once
+    # (s = 2) needs 2w <= 4 and 2r <= 4: (2, 2) every max(15, 6) = 15 s. Best: 14 s.
+    ring = script.round_robin_step_s(rows, 2, 4)
+    assert (ring.rollout.width, ring.training.width, ring.at_once, ring.step_s) == (1, 3, 1, 14.0)
+    # The fluid packing may train on all 4 while the other rolls out on 1 (5 devices at once):
+    # chain 10 + 3 = 13 s, 2 x (10 + 12) device-s / 4 = 11 s, so 13 s, sooner than any turn-taking.
+    fluid_s, _ = script.packed_step_s([(list(rows.values()), 2)], 4)
+    assert fluid_s == 13.0 < ring.step_s
+    # Three pipelines on the same 4 devices fit only narrow: one trains on 2 while two roll out on 1.
+    ring = script.round_robin_step_s(rows, 3, 4)
+    assert (ring.rollout.width, ring.training.width, ring.at_once) == (1, 2, 1)
+    assert ring.step_s == max(10.0 + 6.0, 3 * 6.0)
