@@ -125,9 +125,8 @@ def fit_decode(
     the same for both presets: 1.5x too slow for tiny-qwen2-1m at batch 256, 0.8x for 6m.
     So eta_compute is searched on a grid up to ``max_eta``, and t_fix, c_seq and the KV term's
     1/eta_kv (all >= 0) fitted in relative least squares for each value; the least worst error
-    wins. The KV
-    term is the engine's, not numpy's: reading a growing cache through the model's attention
-    (and concatenating it) cost about 10x what a 1 GiB numpy read says per byte, so a
+    wins. The KV term is the engine's, not numpy's: reading a growing cache through the model's
+    attention (and concatenating it) cost about 10x what a 1 GiB numpy read says per byte, so a
     multi-turn rollout's long contexts came out 1.5x too fast.
     """
     kv_unit = [  # seconds of KV reads at eta_kv = 1, from the mean context of the timed iterations

@@ -29,11 +29,11 @@ train, a few at a time on a wide group, while the others roll out on narrow ones
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from jigsaw_engine.bench.simulate import POLICIES, run_policy
+from jigsaw_engine.sched.projection import turns_devices, turns_step_s
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.mixes import build_mix
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, parse_pipeline_spec
@@ -127,18 +127,17 @@ def round_robin_step_s(rows: Mapping[int, WidthRow], count: int, num_devices: in
 
     While ``s`` pipelines train on ``w`` devices each, the other ``count - s`` roll out on ``r``
     each, so ``s * w + (count - s) * r`` devices must exist (and ``count * r`` for the moments
-    when every pipeline rolls out). A pipeline's step is its chain
+    when every pipeline rolls out: :func:`turns_devices`). A pipeline's step is its chain
     (rollout on ``r``, then training on ``w``), and the trainings take ``ceil(count / s)`` turns
-    a step, so the period is the longer of the two. ``rows``: the pipeline alone at each width."""
+    a step, so the period is the longer of the two (:func:`turns_step_s`, as the scheduler
+    plans its turns). ``rows``: the pipeline alone at each width."""
     best: RoundRobin | None = None
     for rollout in rows.values():
         for training in rows.values():
             for at_once in range(1, count + 1):
-                busiest = max(at_once * training.width + (count - at_once) * rollout.width, count * rollout.width)
-                if busiest > num_devices:
+                if turns_devices(count, at_once, rollout.width, training.width) > num_devices:
                     continue
-                turns = math.ceil(count / at_once) * training.training_s
-                period = max(rollout.rollout_s + training.training_s, turns)
+                period = turns_step_s(rollout.rollout_s, training.training_s, count, at_once)
                 if best is None or period < best.step_s:
                     best = RoundRobin(rollout, training, at_once, period)
     if best is None:

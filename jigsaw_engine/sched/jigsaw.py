@@ -44,7 +44,14 @@ from jigsaw_engine.cost.interference import InterferenceTable, load_interference
 from jigsaw_engine.graph.builder import TRAIN_STATE_BYTES_PER_PARAM, GraphConfig
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
 from jigsaw_engine.runtime.protocol import Task
-from jigsaw_engine.sched.projection import Demand, StepProfile, balanced_widths, fair_floor
+from jigsaw_engine.sched.projection import (
+    Demand,
+    StepProfile,
+    balanced_widths,
+    fair_floor,
+    turns_devices,
+    turns_step_s,
+)
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode
@@ -151,8 +158,6 @@ class JigsawScheduler:
         """(step, time) each pipeline's newest step began generating."""
         self._profile: dict[str, StepProfile] = {}
         self._turns: Turns | None = None
-        self._specs: Mapping[str, PipelineSpec] = {}
-        self._num_devices = cluster.num_devices
         self._turn_steps: dict[tuple[str, int], int] = {}
         """Steps built to take turns, and the width their training takes."""
         """Each pipeline's observed steps, smoothed (the look-ahead resize's projection)."""
@@ -247,9 +252,9 @@ class JigsawScheduler:
                 continue  # the training state does not fit on so few devices
             train_s = max(p.scalable_gpu_s / width + p.sync_s for p in profiles)
             for at_once in range(1, count + 1):
-                if at_once * width + (count - at_once) * tp > devices:
+                if turns_devices(count, at_once, tp, width) > devices:
                     break
-                period = max(rollout_s + train_s, math.ceil(count / at_once) * train_s)
+                period = turns_step_s(rollout_s, train_s, count, at_once)
                 if best is None or period < best.period_s:
                     best = Turns(members, width, at_once, period)
         if best is not None and best.period_s < (1 - MIN_SHRINK_GAIN) * homes_s:
@@ -345,7 +350,6 @@ class JigsawScheduler:
 
     # -- placement ---------------------------------------------------------------------
     def decide(self, view: ClusterView) -> list[Task]:
-        self._specs, self._num_devices = view.specs, view.num_devices
         load = dict(view.device_load)
         on_device: dict[int, list[Task]] = {}
         for task in view.running:
@@ -398,15 +402,15 @@ class JigsawScheduler:
         takes turns rolling out on, as many as the turn's width (it waits for a whole turn
         rather than start narrow and hold them longer), plus the own devices of pipelines
         waiting for a later turn (idle until this one ends, when the next turn begins)."""
-        tp = self._specs[pid].resources.tp
+        tp = view.specs[pid].resources.tp
         own = self._home[pid][: node.devices if node.worker is not None else tp]
         if any(load.get(d, 0.0) > EPS for d in own):
             return None
         if node.worker is not None:
             return own
         width = self._turn_steps[(pid, node.step)]
-        rolling = {d for p, _ in self._turn_steps for d in self._home[p][: self._specs[p].resources.tp]}
-        spare = [d for d in range(self._num_devices) if d not in rolling and load.get(d, 0.0) < EPS]
+        rolling = {d for p, _ in self._turn_steps for d in self._home[p][: view.specs[p].resources.tp]}
+        spare = [d for d in range(view.num_devices) if d not in rolling and load.get(d, 0.0) < EPS]
         spare.sort(key=lambda d: (0 if pid in self._resident.get(d, ()) else 1, d))
         if len(own) + len(spare) < width:
             return None
@@ -560,8 +564,9 @@ class JigsawScheduler:
         live = {(s.pipeline_id, s.node.step) for s in view.ready} | {(t.pipeline_id, t.node.step) for t in view.running}
         self._chains = {k: v for k, v in self._chains.items() if (k[0], k[1]) in live}
         self._widened = {k: v for k, v in self._widened.items() if k in self._chains}
-        open_steps = live | {(pid, done + i) for pid, (done, _) in view.progress.items() for i in range(2)}
-        self._turn_steps = {k: v for k, v in self._turn_steps.items() if k in open_steps}
+        self._turn_steps = {  # steps trained already are done with their turns
+            k: v for k, v in self._turn_steps.items() if k[1] >= view.progress.get(k[0], (0, 0))[0]
+        }
 
     def _order(self, view: ClusterView) -> list[ReadyStage]:
         """Chains already placed continue first (their devices hold their state), then new

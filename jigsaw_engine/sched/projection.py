@@ -22,6 +22,7 @@ while a device still shortens it. Every pipeline keeps a floor (:func:`fair_floo
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -99,3 +100,16 @@ def balanced_widths(demands: Mapping[str, Demand], num_devices: int) -> dict[str
         left -= d.tp
         heapq.heappush(heap, (-after, pid))
     return widths
+
+
+def turns_step_s(rollout_s: float, training_s: float, count: int, at_once: int) -> float:
+    """Step period of ``count`` like pipelines taking turns to train, ``at_once`` at a time:
+    the longer of one pipeline's chain (its rollout, then its training) and the turns the
+    trainings take (``ceil(count / at_once)`` of them)."""
+    return max(rollout_s + training_s, math.ceil(count / at_once) * training_s)
+
+
+def turns_devices(count: int, at_once: int, rollout_width: int, training_width: int) -> int:
+    """Devices ``count`` pipelines taking turns hold at once at most: ``at_once`` training on
+    ``training_width`` each while the others roll out on ``rollout_width``, or all rolling out."""
+    return max(at_once * training_width + (count - at_once) * rollout_width, count * rollout_width)
