@@ -61,17 +61,21 @@ def compute_data_metrics(
     prompt_lengths: Tensor,
     max_response_length: int,
     rewards: Tensor | None = None,
+    truncated: Tensor | None = None,
 ) -> dict[str, float]:
     """Score, reward, advantage and length statistics of one step's batch.
 
     ``scores`` and ``rewards`` are per response (``rewards`` after any KL penalty; defaults to the
     scores); ``advantages`` is ``[batch, seq_len]`` and its statistics cover the valid tokens only.
-    A response counts as clipped when it reached ``max_response_length``.
+    A response counts as clipped when it reached ``max_response_length``, or, given ``truncated``
+    (per response), when that says so: a multi-turn response whose every reply has its own limit
+    may be longer than one reply's limit without any reply having been cut.
     """
     if response_mask.dim() != 2:
         raise ValueError(f"response_mask: expected [batch, seq_len], got shape {tuple(response_mask.shape)}")
     batch = response_mask.shape[0]
-    for name, per_response in (("scores", scores), ("prompt_lengths", prompt_lengths), ("rewards", rewards)):
+    per_response_inputs = (("scores", scores), ("prompt_lengths", prompt_lengths), ("rewards", rewards), ("truncated", truncated))
+    for name, per_response in per_response_inputs:
         if per_response is not None and per_response.shape != (batch,):
             raise ValueError(
                 f"{name}: expected shape ({batch},), one value per response, got {tuple(per_response.shape)}"
@@ -90,6 +94,7 @@ def compute_data_metrics(
     valid_adv = advantages.detach().to(torch.float64)[valid]
     response_lengths = valid.sum(dim=-1).to(torch.float64)
     reward_source = scores if rewards is None else rewards
+    clipped = response_lengths >= max_response_length if truncated is None else truncated.bool()
     return {
         SCORE_MEAN: float(scores.detach().to(torch.float64).mean()),
         REWARDS_MEAN: float(reward_source.detach().to(torch.float64).mean()),
@@ -98,7 +103,7 @@ def compute_data_metrics(
         ADVANTAGES_MIN: float(valid_adv.min()) if valid_adv.numel() else 0.0,
         RESPONSE_LENGTH_MEAN: float(response_lengths.mean()),
         RESPONSE_LENGTH_MAX: float(response_lengths.max()),
-        RESPONSE_LENGTH_CLIP_RATIO: float((response_lengths >= max_response_length).to(torch.float64).mean()),
+        RESPONSE_LENGTH_CLIP_RATIO: float(clipped.to(torch.float64).mean()),
         PROMPT_LENGTH_MEAN: float(prompt_lengths.to(torch.float64).mean()),
     }
 

@@ -420,6 +420,7 @@ class RLJob:
             response_mask=open_step.batch.response_mask,
             prompt_lengths=prompt_lengths,
             max_response_length=self.config.max_response_tokens,
+            truncated=torch.tensor([e.truncated for e in open_step.episodes]),
         )
 
     # -- checkpoints ---------------------------------------------------------------------------

@@ -44,6 +44,19 @@ def test_data_metrics() -> None:
     )
 
 
+def test_a_multi_turn_response_is_clipped_only_where_a_reply_was_cut() -> None:
+    # Two turns of at most 3 tokens each: 4 tokens written, no reply cut, then 3 with one cut.
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]])
+    zeros = torch.zeros(2)
+    common = dict(scores=zeros, advantages=torch.zeros(2, 4), response_mask=mask, prompt_lengths=zeros)
+    by_length = m.compute_data_metrics(**common, max_response_length=3)
+    assert by_length[m.RESPONSE_LENGTH_CLIP_RATIO] == 1.0  # what the lengths alone would say
+    cut = m.compute_data_metrics(**common, max_response_length=3, truncated=torch.tensor([False, True]))
+    assert cut[m.RESPONSE_LENGTH_CLIP_RATIO] == 0.5
+    with pytest.raises(ValueError, match="truncated: expected shape"):
+        m.compute_data_metrics(**common, max_response_length=3, truncated=torch.tensor([True]))
+
+
 def test_actor_critic_timing_and_throughput_metrics() -> None:
     policy = PolicyLossOutput(
         pg_loss=torch.tensor(-0.1), pg_clipfrac=torch.tensor(0.25), pg_clipfrac_lower=torch.tensor(0.0),
