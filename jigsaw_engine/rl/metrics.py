@@ -74,12 +74,10 @@ def compute_data_metrics(
     if response_mask.dim() != 2:
         raise ValueError(f"response_mask: expected [batch, seq_len], got shape {tuple(response_mask.shape)}")
     batch = response_mask.shape[0]
-    per_response_inputs = (("scores", scores), ("prompt_lengths", prompt_lengths), ("rewards", rewards), ("truncated", truncated))
-    for name, per_response in per_response_inputs:
-        if per_response is not None and per_response.shape != (batch,):
-            raise ValueError(
-                f"{name}: expected shape ({batch},), one value per response, got {tuple(per_response.shape)}"
-            )
+    per_response = {"scores": scores, "prompt_lengths": prompt_lengths, "rewards": rewards, "truncated": truncated}
+    for name, values in per_response.items():
+        if values is not None and values.shape != (batch,):
+            raise ValueError(f"{name}: expected shape ({batch},), one value per response, got {tuple(values.shape)}")
     if advantages.shape != response_mask.shape:
         raise ValueError(
             f"advantages: shape {tuple(advantages.shape)} does not match response_mask {tuple(response_mask.shape)}; "
