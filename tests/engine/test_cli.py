@@ -104,6 +104,10 @@ def test_bench_writes_a_report_folder(tmp_path: Path, capsys: pytest.CaptureFixt
     assert bound == pytest.approx(1 / m3["verl"]["lower_bound_ratio"])
     assert 1.0 < results["ratios"]["per_mix"]["M3"]["jigsaw/verl"] <= bound
     assert "| M3 | 4xa100 |" in summary and "## Ablations" in summary and "random mixes" in summary
+    # A mean is shown to four decimals beside its target, so 1.0996 never reads as a met 1.10.
+    greedy = results["ratios"]["mean jigsaw/greedy"]
+    verdict = "met" if greedy >= 1.1 else "missed"
+    assert f"- mean jigsaw/greedy: {greedy:.4f} (target 1.1: {verdict})" in summary
     assert results["random"]["count"] == 1
     for png in ("throughput.png", "ablations.png", "latency_ratio.png"):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
