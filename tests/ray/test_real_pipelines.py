@@ -12,6 +12,7 @@ from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.runtime.ray.pipeline_actor import RayExecutor
 from jigsaw_engine.runtime.ray.placement import ACTOR_SHARE
+from jigsaw_engine.runtime.real_jobs import WARMUP_STEPS, RealJobOptions
 from jigsaw_engine.runtime.real_runtime import RealRuntime
 from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
@@ -41,7 +42,9 @@ def test_two_real_pipelines_share_the_cluster_as_actors(ray_cluster):
     graph_config = real_graph_config_for("jigsaw")
     cluster = ClusterSpec(1, 2, "cpu")
     free_before = all_cpus_free()
-    executor = RayExecutor(specs, train_parts=graph_config.train_minibatches, cluster=cluster)
+    # The shorter warm-up of the other jobs: enough to call the retriever, which is all this needs.
+    options = RealJobOptions(warmup_steps=WARMUP_STEPS)
+    executor = RayExecutor(specs, train_parts=graph_config.train_minibatches, cluster=cluster, options=options)
     try:
         # The run's two cores are reserved from Ray, each pipeline's process on its own device.
         assert executor.placement is not None
