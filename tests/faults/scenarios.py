@@ -67,7 +67,7 @@ class Scenario:
     fault: str
     inject: Callable[[FaultStack], None]
     when: str
-    """``dispatch``: while a dispatch waits at its failpoint; ``step:<n>``: once a job passed
+    """``dispatch``: while a dispatch waits at its failpoint; ``step:<n>``: once every job passed
     step n; ``running:<kind>``: while a job's sub-stage of that kind runs, after its first step."""
     engine_loses_jobs: bool = False
     """The engine forgets its pipelines: each job resumes from its checkpoint (a second attempt)."""
@@ -219,8 +219,10 @@ def run_scenario(stack: FaultStack, scenario: Scenario, index: int) -> Outcome:
             kind = scenario.when.split(":")[1]
             _wait(lambda: _running(stack, scenario.tenants[0], kind, after_step=1), 240, f"a running {kind} sub-stage")
         else:
+            # Every job past it, so that every job is on the engine when the fault lands: a job
+            # still being dispatched when the engine dies is never lost (one attempt, not two).
             threshold = int(scenario.when.split(":")[1])
-            _wait(lambda: max(steps().values()) >= threshold, 90, f"a job past step {threshold}")
+            _wait(lambda: min(steps().values()) >= threshold, 90, f"every job past step {threshold}")
         if any(f.done.is_set() for f in followers.values()):
             outcome.problems.append("a job ended before the fault landed; the scenario's jobs must run longer")
         injected = time.monotonic()
