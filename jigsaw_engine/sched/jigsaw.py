@@ -157,10 +157,10 @@ class JigsawScheduler:
         self._step_began: dict[str, tuple[int, float]] = {}
         """(step, time) each pipeline's newest step began generating."""
         self._profile: dict[str, StepProfile] = {}
+        """Each pipeline's observed steps, smoothed (the look-ahead resize's projection)."""
         self._turns: Turns | None = None
         self._turn_steps: dict[tuple[str, int], int] = {}
         """Steps built to take turns, and the width their training takes."""
-        """Each pipeline's observed steps, smoothed (the look-ahead resize's projection)."""
 
     # -- admission and resizing --------------------------------------------------------
     def admit(self, view: ClusterView, specs: Mapping[str, PipelineSpec]) -> list[str]:
