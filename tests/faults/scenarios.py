@@ -67,8 +67,9 @@ class Scenario:
     fault: str
     inject: Callable[[FaultStack], None]
     when: str
-    """``dispatch``: while a dispatch waits at its failpoint; ``step:<n>``: once every job passed
-    step n; ``running:<kind>``: while a job's sub-stage of that kind runs, after its first step."""
+    """``dispatch``: while a dispatch waits at its failpoint; ``step:<n>``: once a job (every job,
+    where the engine loses them) passed step n; ``running:<kind>``: while a job's sub-stage of
+    that kind runs, after its first step."""
     engine_loses_jobs: bool = False
     """The engine forgets its pipelines: each job resumes from its checkpoint (a second attempt)."""
     worker_env: dict[str, str] = field(default_factory=dict)
@@ -219,10 +220,13 @@ def run_scenario(stack: FaultStack, scenario: Scenario, index: int) -> Outcome:
             kind = scenario.when.split(":")[1]
             _wait(lambda: _running(stack, scenario.tenants[0], kind, after_step=1), 240, f"a running {kind} sub-stage")
         else:
-            # Every job past it, so that every job is on the engine when the fault lands: a job
-            # still being dispatched when the engine dies is never lost (one attempt, not two).
+            # Where the engine loses its jobs, every job must be past it, so that every job is on
+            # the engine when the fault lands: a job still being dispatched when the engine dies is
+            # never lost (one attempt, not two). Elsewhere the first job past it will do: waiting
+            # for the last let the first end before the fault.
             threshold = int(scenario.when.split(":")[1])
-            _wait(lambda: min(steps().values()) >= threshold, 90, f"every job past step {threshold}")
+            past = min if scenario.engine_loses_jobs else max
+            _wait(lambda: past(steps().values()) >= threshold, 90, f"jobs past step {threshold}")
         if any(f.done.is_set() for f in followers.values()):
             outcome.problems.append("a job ended before the fault landed; the scenario's jobs must run longer")
         injected = time.monotonic()
