@@ -1,6 +1,6 @@
 """Measure the CPU profile's engine constants with the project's own torch engine and trainer.
 
-    .venv/bin/python scripts/measure_cpu_engine_profile.py [--write] [--out PATH]
+    .venv/bin/python scripts/measure_cpu_engine_profile.py [--write] [--out PATH] [--parallel-only]
 
 ``scripts/measure_cpu_profile.py`` measures the host with numpy at the shapes of a 0.6B model
 (GEMM peak, memory bandwidth). The pipelines that really run here are the tiny presets, whose
@@ -28,8 +28,10 @@ with one torch thread (a device of a CPU cluster is a core, see ``examples/real-
   plus the work outside the matrix multiplies per token x layer x hidden size (see
   :func:`fit_flops_plus_extra`);
 - parallel_fraction: the same forwards and updates on two cores (two torch threads, as a job's
-  node placed on two cores runs) against one, as Amdahl's fraction ``2 (1 - t2 / t1)``; kept
-  as it is on a machine with one core;
+  node placed on two cores runs) against one, as Amdahl's fraction ``2 (1 - t2 / t1)``: the
+  median of every point, and each preset's median by its size (``parallel_fraction_by_params``:
+  a narrow model divides less); kept as they are on a machine with one core. ``--parallel-only``
+  measures these alone;
 - reference_s: the time of :func:`reference_seconds` at the machine's median speed over the
   measurement; every point is timed between two runs of it and scaled to that one speed
   (:class:`AtOneSpeed`), and a real run times the same work to scale its forecast by how much
@@ -362,6 +364,49 @@ class Subject:
         return median_of(once), flops
 
 
+def parallel_fractions(subjects: list[Subject], cores: list[int], speed: AtOneSpeed) -> dict[str, list[float]]:
+    """Each preset's Amdahl fractions: its forwards and updates at :data:`PARALLEL_CASES` on
+    two cores (two torch threads) against one; none on a machine with one core."""
+    if len(cores) < 2:
+        return {}
+    by_preset: dict[str, list[float]] = {s.name: [] for s in subjects}
+    two = set(cores[:2])
+    for s in subjects:
+        for n, tokens in PARALLEL_CASES:
+            for kind, fn in (("forward", s.forward), ("train", s.train)):
+                one_s, _ = speed.scaled(partial(fn, n, tokens))
+                two_s, _ = speed.scaled(partial(on_cores, two, partial(fn, n, tokens)))
+                by_preset[s.name].append(amdahl_fraction(one_s, two_s))
+                print(
+                    f"{kind:8s} {s.name:14s} {n:4d} x ~{tokens:3d} tokens: one core {one_s:6.3f} s,"
+                    f" two {two_s:6.3f} s: parallel fraction {by_preset[s.name][-1]:.2f}"
+                )
+    return by_preset
+
+
+def fractions_by_params(subjects: list[Subject], by_preset: dict[str, list[float]]) -> list[list[float]]:
+    """The profile's ``parallel_fraction_by_params``: each preset's median, by its size."""
+    return sorted([s.params, round(statistics.median(by_preset[s.name]), 4)] for s in subjects if by_preset.get(s.name))
+
+
+def store_parallel_fractions(
+    profile: dict[str, Any], subjects: list[Subject], by_preset: dict[str, list[float]]
+) -> None:
+    """Store the overall median and the per-size medians; print what each size measured."""
+    fractions = [f for values in by_preset.values() for f in values]
+    if not fractions:
+        print("  parallel fractions not measured: one core")
+        return
+    profile["parallel_fraction"] = round(statistics.median(fractions), 4)
+    profile["parallel_fraction_by_params"] = fractions_by_params(subjects, by_preset)
+    for s in subjects:
+        values = by_preset[s.name]
+        print(
+            f"  parallel_fraction {s.name}: {statistics.median(values):.3f}"
+            f" (median of {len(values)} points, {min(values):.2f}-{max(values):.2f})"
+        )
+
+
 def reward_s_per_sequence(subject: Subject) -> float:
     """The exact-match numeric grader on replies like the math task's, and the collation of
     the graded sequences into the step's training batch."""
@@ -379,6 +424,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="store the constants into the CPU profile")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--parallel-only",
+        action="store_true",
+        help="measure only the two-core parallel fractions (about 3 minutes), leaving the other constants",
+    )
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
     if cores:
@@ -390,6 +440,12 @@ def main() -> None:
     subjects = [Subject(name, vocab) for name in PRESETS]
 
     speed = AtOneSpeed()
+    if args.parallel_only:
+        store_parallel_fractions(profile, subjects, parallel_fractions(subjects, cores, speed))
+        if args.write:
+            args.out.write_text(json.dumps(profile, indent=2) + "\n")
+            print(f"wrote {args.out}")
+        return
     decode_points: list[DecodePoint] = []
     for s in subjects:
         s.decode_iterations([32] * 8)  # warm-up
@@ -432,20 +488,7 @@ def main() -> None:
         context = decode_context(b, widest)
         predicted = fitted_cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=context)
         print(f"decode   {m:14s} batch {b:4d} padded to {widest:3d} tokens: fitted {predicted / t - 1:+5.0%}")
-    fractions = []
-    if len(cores) >= 2:
-        two = set(cores[:2])
-        for s in subjects:
-            for n, tokens in PARALLEL_CASES:
-                for kind, fn in (("forward", s.forward), ("train", s.train)):
-                    one_s, _ = speed.scaled(partial(fn, n, tokens))
-                    two_s, _ = speed.scaled(partial(on_cores, two, partial(fn, n, tokens)))
-                    fractions.append(amdahl_fraction(one_s, two_s))
-                    print(
-                        f"{kind:8s} {s.name:14s} {n:4d} x ~{tokens:3d} tokens: one core {one_s:6.3f} s,"
-                        f" two {two_s:6.3f} s: parallel fraction {fractions[-1]:.2f}"
-                    )
-    parallel_fraction = statistics.median(fractions) if fractions else profile.get("parallel_fraction", 1.0)
+    by_preset = parallel_fractions(subjects, cores, speed)
     reward_s, _ = speed.scaled(lambda: (reward_s_per_sequence(subjects[0]), 0.0))
 
     at_start = {
@@ -455,7 +498,6 @@ def main() -> None:
         "eta_kv": eta_kv,
         "prefill_fix_s": prefill_fix,
         "eta_prefill": eta_prefill,
-        "parallel_fraction": parallel_fraction,
         "mfu_forward": mfu_forward,
         "mfu_train": mfu_train,
         "forward_elementwise_s": forward_elementwise,
@@ -477,8 +519,7 @@ def main() -> None:
         f"   ({forward_err:.0%})"
     )
     print(f"  mfu_train   {f['mfu_train']:.4f}, train_elementwise_s {f['train_elementwise_s']:.3e}   ({train_err:.0%})")
-    spread = f"{min(fractions):.2f}-{max(fractions):.2f}" if fractions else "not measured: one core"
-    print(f"  parallel_fraction {parallel_fraction:.3f}   (median of {len(fractions)} points, {spread})")
+    store_parallel_fractions(profile, subjects, by_preset)
     print(f"  reward_s_per_sequence {f['reward_s_per_sequence'] * 1e6:.1f} us")
     print(
         f"  reference_s {f['reference_s'] * 1e3:.1f} ms: the median speed over the measurement, which ran at"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jigsaw_engine.cost.device import DeviceProfile
+from jigsaw_engine.cost.device import DeviceProfile, parallel_fraction_for
 from jigsaw_engine.spec.models import ModelSpec
 
 FRAMEWORK_FACTOR = 1.2
@@ -111,10 +111,11 @@ class RooflineCostModel:
         d = self.device
         return tokens * model.kv_bytes_per_token / (tp * d.eta_kv * d.hbm_bytes_per_s)
 
-    def parallel_devices(self, num_gpus: int) -> float:
-        """How many devices' worth of speed a forward or an update gets from ``num_gpus``
-        devices (:attr:`DeviceProfile.parallel_fraction`; all of them on GPU clusters)."""
-        f = self.device.parallel_fraction
+    def parallel_devices(self, num_gpus: int, model: ModelSpec | None = None) -> float:
+        """How many devices' worth of speed ``model``'s forward or update gets from ``num_gpus``
+        devices (:attr:`DeviceProfile.parallel_fraction`, per model size where measured so;
+        all of them on GPU clusters)."""
+        f = parallel_fraction_for(self.device, model.num_params) if model else self.device.parallel_fraction
         return 1.0 / ((1.0 - f) + f / max(1, num_gpus))
 
     def logprob_forward_s(self, model: ModelSpec, *, tokens: float, num_gpus: int, square_tokens: float = 0.0) -> float:
@@ -124,7 +125,7 @@ class RooflineCostModel:
         flops = forward_flops(model, tokens=tokens, square_tokens=square_tokens)
         elementwise_s = d.forward_elementwise_s * tokens * model.num_layers * model.hidden_size
         gemm_s = FRAMEWORK_FACTOR * flops / (d.mfu_forward * d.peak_flops_bf16)
-        return (gemm_s + elementwise_s) / self.parallel_devices(num_gpus)
+        return (gemm_s + elementwise_s) / self.parallel_devices(num_gpus, model)
 
     def train_s(
         self, model: ModelSpec, *, tokens: float, num_gpus: int, epochs: int = 1, square_tokens: float = 0.0
@@ -134,7 +135,7 @@ class RooflineCostModel:
         adam_s = 16.0 * model.num_params / (num_gpus * d.hbm_bytes_per_s)
         elementwise_s = d.train_elementwise_s * tokens * epochs * model.num_layers * model.hidden_size
         gemm_s = FRAMEWORK_FACTOR * flops / (d.mfu_train * d.peak_flops_bf16)
-        return (gemm_s + elementwise_s) / self.parallel_devices(num_gpus) + adam_s
+        return (gemm_s + elementwise_s) / self.parallel_devices(num_gpus, model) + adam_s
 
     def weight_sync_s(self, model: ModelSpec) -> float:
         d = self.device

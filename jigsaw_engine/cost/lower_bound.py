@@ -141,6 +141,7 @@ def roofline_device(device: DeviceProfile) -> DeviceProfile:
         forward_elementwise_s=0.0,
         train_elementwise_s=0.0,
         parallel_fraction=1.0,
+        parallel_fraction_by_params=(),
         linear_op_overhead_s=0.0,
         sync_alpha_s=0.0,
         eta_weights=1.0,

@@ -9,7 +9,14 @@ from dataclasses import fields, replace
 import pytest
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.cost.device import RATE_FIELDS, SPEED_FREE_FIELDS, TIME_FIELDS, DeviceProfile, slowed_down
+from jigsaw_engine.cost.device import (
+    RATE_FIELDS,
+    SPEED_FREE_FIELDS,
+    TIME_FIELDS,
+    DeviceProfile,
+    parallel_fraction_for,
+    slowed_down,
+)
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.graph.substage import SubStageGraph
 from jigsaw_engine.sim.decode_sim import simulate_worker
@@ -73,7 +80,7 @@ def test_the_first_prefill_of_a_step_copies_nothing() -> None:
 
 def test_a_second_core_speeds_a_cpu_update_by_the_measured_fraction_and_a_gpu_one_twice() -> None:
     cpu, h100 = make_cost("cpu"), make_cost("h100")
-    f = cpu.device.parallel_fraction
+    f = parallel_fraction_for(cpu.device, TINY.num_params)
     assert 0.0 < f < 1.0  # measured: a tiny model's matrices hardly divide over threads
     one = cpu.train_s(TINY, tokens=4096, num_gpus=1)
     two = cpu.train_s(TINY, tokens=4096, num_gpus=2)
@@ -86,6 +93,25 @@ def test_a_second_core_speeds_a_cpu_update_by_the_measured_fraction_and_a_gpu_on
     assert h100.logprob_forward_s(model, tokens=1e6, num_gpus=8) == pytest.approx(
         h100.logprob_forward_s(model, tokens=1e6, num_gpus=1) / 8
     )
+
+
+def test_a_narrower_model_divides_less_over_a_cpu_s_cores_as_measured_per_size() -> None:
+    cpu = make_cost("cpu")
+    (small, f_small), (large, f_large) = cpu.device.parallel_fraction_by_params
+    assert f_small < f_large  # measured: per-operator work that does not divide weighs more on a 1M model
+    one, wide = MODEL_CATALOGUE["tiny-qwen2-1m"], MODEL_CATALOGUE["tiny-qwen2-6m"]
+    assert (one.num_params, wide.num_params) == (small, large)
+    speedup = [cpu.train_s(m, tokens=4096, num_gpus=1) / cpu.train_s(m, tokens=4096, num_gpus=2) for m in (one, wide)]
+    assert speedup[0] < speedup[1]
+    # Between the sizes measured, in log size; outside them, the nearest one's.
+    middle = (small * large) ** 0.5
+    assert parallel_fraction_for(cpu.device, middle) == pytest.approx((f_small + f_large) / 2)
+    assert parallel_fraction_for(cpu.device, small / 10) == f_small
+    assert parallel_fraction_for(cpu.device, large * 1000) == f_large
+    # A profile with no sizes measured has one fraction for every model (the GPU profiles: 1).
+    flat = replace(cpu.device, parallel_fraction_by_params=())
+    assert parallel_fraction_for(flat, middle) == flat.parallel_fraction
+    assert make_cost("h100").device.parallel_fraction_by_params == ()
 
 
 @pytest.mark.parametrize("workload", ["gsm8k", "aime_refine"])
