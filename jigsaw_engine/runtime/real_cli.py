@@ -94,6 +94,12 @@ def _start_ray() -> None:
     )
 
 
+FORECAST_TARGET = 0.15
+"""How close the simulator's step time should come to a real run's. The summary says how many
+pipeline runs it reached, and how many of those where the machine's speed held within as much
+from before the run to after (on a shared host it moves by more, and the forecast with it)."""
+
+
 def _print_summary(result: dict[str, Any]) -> None:
     print(f"{'policy':10s} {'tokens/s':>9s} {'makespan s':>11s} {'max latency x':>14s} {'sim makespan s':>15s}")
     for name, figures in result["policies"].items():
@@ -104,8 +110,10 @@ def _print_summary(result: dict[str, Any]) -> None:
         print(f"{name:10s} {rate:9.0f} {makespan:11.1f} {max(ratios):14.2f} {predicted:15.1f}{chosen}")
     print(
         "\nsimulator forecast per pipeline: step latency error (at the profile's speed), and sim/real"
-        " seconds by sub-stage; the machine's slowdown against its profile first"
+        " seconds by sub-stage; first the machine's slowdown against its profile, timed before and"
+        " after the run (! where the two differ by more than the forecast's target)"
     )
+    judged: list[tuple[bool, bool]] = []  # (within the target, the machine held its speed)
     for name, figures in result["policies"].items():
         if name == "verl":
             continue  # a copy of serial or dedicated
@@ -114,7 +122,16 @@ def _print_summary(result: dict[str, Any]) -> None:
             kinds = sorted(set(real) | set(sim), key=lambda k: -real.get(k, 0.0))
             stages = "  ".join(f"{k} {sim.get(k, 0.0):.1f}/{real.get(k, 0.0):.1f}" for k in kinds)
             errors = f"{f['prediction_error']:+6.0%} ({f['prediction_error_at_profile_speed']:+4.0%})"
-            print(f"{name:10s} x{f['machine_slowdown']:.2f} {pid:18s} {errors}  {stages}")
+            low, high = f["machine_slowdown_range"]
+            steady = high <= low * (1 + FORECAST_TARGET)
+            judged.append((abs(f["prediction_error"]) <= FORECAST_TARGET, steady))
+            speed = f"x{f['machine_slowdown']:.2f} ({low:.2f}-{high:.2f}){' ' if steady else '!'}"
+            print(f"{name:10s} {speed} {pid:18s} {errors}  {stages}")
+    steady_runs = [within for within, steady in judged if steady]
+    print(
+        f"forecast within {FORECAST_TARGET:.0%}: {sum(w for w, _ in judged)} of {len(judged)} pipeline runs;"
+        f" {sum(steady_runs)} of the {len(steady_runs)} where the machine held its speed"
+    )
 
 
 def run_command(args: argparse.Namespace) -> int:

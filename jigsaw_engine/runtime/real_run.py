@@ -175,8 +175,11 @@ def _run(
         shutdown = getattr(executor, "shutdown", None)
         if shutdown is not None:
             shutdown()
-    # The machine's slowdown against the profile's moment: the mean of before and after.
-    slowdown = (before_s + speed()) / 2 / reference_s if speed is not None and reference_s else 1.0
+    # The machine's slowdown against the profile's moment: the mean of before and after, whose
+    # spread says how steady the machine was (a forecast cannot be judged closer than that).
+    after_s = speed() if speed is not None and reference_s else 0.0
+    timed = sorted((before_s / reference_s, after_s / reference_s)) if reference_s else [1.0, 1.0]
+    slowdown = sum(timed) / 2
     failed = {pid: controller.state_of(pid).value for pid in specs if controller.state_of(pid).value != "succeeded"}
     if failed:
         raise RuntimeError(f"{label}: pipelines did not finish: {failed}")
@@ -205,9 +208,11 @@ def _run(
         figures["prediction_error"] = predicted["pipelines"][pid] / figures["step_latency_s"] - 1.0
         figures["prediction_error_at_profile_speed"] = as_profiled["pipelines"][pid] / figures["step_latency_s"] - 1.0
         figures["machine_slowdown"] = slowdown  # what its forecast was scaled by (serial: its own run's)
+        figures["machine_slowdown_range"] = timed  # before and after, the lower first
         figures["stage_seconds"] = {"real": real_stages.get(pid, {}), "predicted": predicted["stages"].get(pid, {})}
     return {
         "machine_slowdown": slowdown,
+        "machine_slowdown_range": timed,
         "throughput_tokens_per_s": tokens / makespan_s,
         "makespan_s": makespan_s,
         "tokens": int(tokens),
@@ -311,6 +316,10 @@ def _merge_serial(runs: list[dict[str, Any]]) -> dict[str, Any]:
     overheads = sorted(r["node_overhead_s_median"] for r in runs)
     return {
         "machine_slowdown": sum(r["machine_slowdown"] * r["makespan_s"] for r in runs) / makespan,
+        "machine_slowdown_range": [
+            min(r["machine_slowdown_range"][0] for r in runs),
+            max(r["machine_slowdown_range"][1] for r in runs),
+        ],
         "node_overhead_s_median": overheads[len(overheads) // 2],
         "throughput_tokens_per_s": tokens / makespan,
         "makespan_s": makespan,

@@ -134,6 +134,8 @@ def test_jigsaw_run_compares_policies_on_real_pipelines_and_writes_json(tmp_path
         assert set(figures["pipelines"]) == {"p0-arith", "p1-refine"}
         # Timed beside the run: how much slower the machine ran than when its profile was made.
         assert 0.2 < figures["machine_slowdown"] < 5
+        low, high = figures["machine_slowdown_range"]  # timed before and after: the mean scales the forecast
+        assert low <= figures["machine_slowdown"] <= high
         assert all("prediction_error_at_profile_speed" in f for f in figures["pipelines"].values())
     for f in result["policies"]["serial"]["pipelines"].values():  # alone: the forecast scales as a whole
         # (jigsaw's look-ahead may decide otherwise on a slower machine: its schedule need not scale).
@@ -147,6 +149,7 @@ def test_jigsaw_run_compares_policies_on_real_pipelines_and_writes_json(tmp_path
         assert serial[pid]["latency_ratio_vs_alone"] == 1.0
     printed = capsys.readouterr()
     assert "serial" in printed.out and "jigsaw" in printed.out
+    assert "forecast within 15%: " in printed.out and " of 4 pipeline runs" in printed.out
     assert "1/1 steps" in printed.err
 
 
