@@ -427,7 +427,7 @@ def main() -> None:
     parser.add_argument(
         "--parallel-only",
         action="store_true",
-        help="measure only the two-core parallel fractions (about 3 minutes), leaving the other constants",
+        help="measure only the two-core parallel fractions (about 4 minutes), leaving the other constants",
     )
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []

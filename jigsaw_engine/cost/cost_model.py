@@ -111,11 +111,10 @@ class RooflineCostModel:
         d = self.device
         return tokens * model.kv_bytes_per_token / (tp * d.eta_kv * d.hbm_bytes_per_s)
 
-    def parallel_devices(self, num_gpus: int, model: ModelSpec | None = None) -> float:
+    def parallel_devices(self, model: ModelSpec, num_gpus: int) -> float:
         """How many devices' worth of speed ``model``'s forward or update gets from ``num_gpus``
-        devices (:attr:`DeviceProfile.parallel_fraction`, per model size where measured so;
-        all of them on GPU clusters)."""
-        f = parallel_fraction_for(self.device, model.num_params) if model else self.device.parallel_fraction
+        devices (:func:`parallel_fraction_for` its size; all of them on GPU clusters)."""
+        f = parallel_fraction_for(self.device, model.num_params)
         return 1.0 / ((1.0 - f) + f / max(1, num_gpus))
 
     def logprob_forward_s(self, model: ModelSpec, *, tokens: float, num_gpus: int, square_tokens: float = 0.0) -> float:
@@ -125,7 +124,7 @@ class RooflineCostModel:
         flops = forward_flops(model, tokens=tokens, square_tokens=square_tokens)
         elementwise_s = d.forward_elementwise_s * tokens * model.num_layers * model.hidden_size
         gemm_s = FRAMEWORK_FACTOR * flops / (d.mfu_forward * d.peak_flops_bf16)
-        return (gemm_s + elementwise_s) / self.parallel_devices(num_gpus, model)
+        return (gemm_s + elementwise_s) / self.parallel_devices(model, num_gpus)
 
     def train_s(
         self, model: ModelSpec, *, tokens: float, num_gpus: int, epochs: int = 1, square_tokens: float = 0.0
@@ -135,7 +134,7 @@ class RooflineCostModel:
         adam_s = 16.0 * model.num_params / (num_gpus * d.hbm_bytes_per_s)
         elementwise_s = d.train_elementwise_s * tokens * epochs * model.num_layers * model.hidden_size
         gemm_s = FRAMEWORK_FACTOR * flops / (d.mfu_train * d.peak_flops_bf16)
-        return (gemm_s + elementwise_s) / self.parallel_devices(num_gpus, model) + adam_s
+        return (gemm_s + elementwise_s) / self.parallel_devices(model, num_gpus) + adam_s
 
     def weight_sync_s(self, model: ModelSpec) -> float:
         d = self.device

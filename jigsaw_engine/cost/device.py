@@ -79,8 +79,9 @@ class DeviceProfile:
     ascending size (:func:`parallel_fraction_for`). What does not divide over threads is per
     operator (dispatch, autograd, small element-wise kernels), so the narrower the model the
     smaller the share that divides: on 2 cores tiny 1M models' forwards and updates measured
-    0.40-0.76 (median 0.57), 6M ones 0.70-0.90 (0.79), and one median over both forecast the
-    1M jobs' two-core updates 1.2-1.5x too fast. Empty: ``parallel_fraction`` for every model."""
+    medians of 0.57-0.61, 6M ones 0.79, and one median over both (0.77) forecast the 1M jobs'
+    two-core updates as if they divided like the 6M ones. Empty: ``parallel_fraction`` for
+    every model."""
     rollout_threads_parallel_fraction: float = 1.0
     """Share of a rollout worker's time that runs beside another worker of the same job when
     the workers are threads of one process (Amdahl's law across them); the rest, the work
