@@ -82,11 +82,17 @@ from jigsaw_engine.train.token_batch import Sample, TokenBatch, batch_log_probs,
 
 OUT = Path(__file__).resolve().parents[1] / "jigsaw_engine" / "cost" / "profiles" / "cpu.json"
 PRESETS = ("tiny-qwen2-1m", "tiny-qwen2-6m")
-DECODE_CASES = tuple((b, 32) for b in (1, 8, 32, 64, 128, 256)) + tuple((b, 160) for b in (1, 8, 32, 64, 128))
+DECODE_CASES = (
+    tuple((b, 32) for b in (1, 8, 32, 64, 128, 256))
+    + tuple((b, 160) for b in (1, 8, 32, 64, 128))
+    + ((8, 8), (64, 8), (256, 8), (2, 100), (4, 100))
+)
 """(sequences, prompt tokens) of the decode points: short prompts, and the long contexts of
 multi-turn conversations (the presets hold 256 positions). No example job holds more than 32
 long conversations at once; 256 of them (a cache of 256 x 240 tokens) decoded 1.4-2x slower
-than the linear model of the other points, as the cache outgrows the CPU's caches."""
+than the linear model of the other points, as the cache outgrows the CPU's caches. The last
+five are the example jobs' own: arithmetic's 8-token prompts, and a few conversations
+rejoining after a turn."""
 DECODE_TOKENS = 16  # iterations per batch after the prefill one
 PREFILL_CASES = (
     (1, 8),
@@ -238,12 +244,20 @@ class AtOneSpeed:
 
     def at_typical_speed(self, fitted: dict[str, float]) -> dict[str, float]:
         """Fitted constants (at the start's speed) at the median speed, the reference's time with them."""
-        factor = self.typical_ratio
-        moved = {
-            name: value * factor if name in TIME_FIELDS else value / factor if name in EFFICIENCIES else value
-            for name, value in fitted.items()
-        }
-        return {**moved, "reference_s": self.start_s * factor}
+        return {**_at_speed(fitted, self.typical_ratio), "reference_s": self.start_s * self.typical_ratio}
+
+    def at_reference(self, fitted: dict[str, float], reference_s: float) -> dict[str, float]:
+        """Fitted constants (at the start's speed) at the speed where the reference work takes
+        ``reference_s``: a part re-measured joins the profile's other constants."""
+        return _at_speed(fitted, reference_s / self.start_s)
+
+
+def _at_speed(fitted: dict[str, float], factor: float) -> dict[str, float]:
+    """Constants of a machine ``factor`` times slower: times longer, efficiencies lower."""
+    return {
+        name: value * factor if name in TIME_FIELDS else value / factor if name in EFFICIENCIES else value
+        for name, value in fitted.items()
+    }
 
 
 def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -407,6 +421,39 @@ def store_parallel_fractions(
         )
 
 
+def time_decode_points(subjects: list[Subject], speed: AtOneSpeed) -> list[DecodePoint]:
+    """Each preset's decode iterations at :data:`DECODE_CASES`, at the start's speed."""
+    points: list[DecodePoint] = []
+    for s in subjects:
+        s.decode_iterations([32] * 8)  # warm-up
+        for b, prompt in DECODE_CASES:
+            lengths = s.prompt_lengths(b, prompt)
+            t = speed.timed(partial(s.decode_iterations, lengths))
+            points.append((s.name, b, max(lengths), t))
+            print(f"decode   {s.name:14s} batch {b:4d} after {prompt:3d} tokens: {t * 1e3:7.2f} ms/iteration")
+    return points
+
+
+def fit_decode_points(profile: dict[str, Any], points: list[DecodePoint], max_eta: float) -> dict[str, float]:
+    """The decode constants fitted to ``points`` (:func:`fit_decode`), each point's error printed.
+
+    A decode iteration's GEMMs (a few rows) reach no more of the peak than a batched forward's,
+    so eta_compute is searched up to ``max_eta``, the forward and update MFUs: at these sizes
+    the fit is nearly flat in eta_compute (29-30% worst error from 0.65 to 1.0 on 2026-12-05),
+    and unbounded it ran to the grid's edge."""
+    eta_compute, t_fix, c_seq, eta_kv, worst = fit_decode(profile, points, max_eta)
+    fitted = {"eta_compute": eta_compute, "t_fix_s": t_fix, "c_seq_s": c_seq, "eta_kv": eta_kv}
+    cost = RooflineCostModel(DeviceProfile(**{**profile, **fitted}))
+    for m, b, widest, t in points:
+        predicted = cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=decode_context(b, widest))
+        print(f"decode   {m:14s} batch {b:4d} padded to {widest:3d} tokens: fitted {predicted / t - 1:+5.0%}")
+    print(
+        f"  eta_compute {eta_compute:.3f}, t_fix_s {t_fix * 1e3:.3f} ms, c_seq_s {c_seq * 1e6:.1f} us/sequence,"
+        f" eta_kv {eta_kv:.4f} at the start's speed (worst error {worst:.0%})"
+    )
+    return fitted
+
+
 def reward_s_per_sequence(subject: Subject) -> float:
     """The exact-match numeric grader on replies like the math task's, and the collation of
     the graded sequences into the step's training batch."""
@@ -429,6 +476,11 @@ def main() -> None:
         action="store_true",
         help="measure only the two-core parallel fractions (about 4 minutes), leaving the other constants",
     )
+    parser.add_argument(
+        "--decode-only",
+        action="store_true",
+        help="measure only the decode iteration's constants (about 4 minutes), at the profile's recorded speed",
+    )
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
     if cores:
@@ -446,14 +498,18 @@ def main() -> None:
             args.out.write_text(json.dumps(profile, indent=2) + "\n")
             print(f"wrote {args.out}")
         return
-    decode_points: list[DecodePoint] = []
-    for s in subjects:
-        s.decode_iterations([32] * 8)  # warm-up
-        for b, prompt in DECODE_CASES:
-            lengths = s.prompt_lengths(b, prompt)
-            t = speed.timed(partial(s.decode_iterations, lengths))
-            decode_points.append((s.name, b, max(lengths), t))
-            print(f"decode   {s.name:14s} batch {b:4d} after {prompt:3d} tokens: {t * 1e3:7.2f} ms/iteration")
+    if args.decode_only:
+        points = time_decode_points(subjects, speed)
+        decode = fit_decode_points(profile, points, min(profile["mfu_forward"], profile["mfu_train"]))
+        at_reference = speed.at_reference(decode, profile["reference_s"])
+        fitted = {name: float(f"{value:.4g}") for name, value in at_reference.items()}
+        print(f"  at the profile's speed (reference {profile['reference_s'] * 1e3:.1f} ms): {fitted}")
+        if args.write:
+            profile.update(fitted)
+            args.out.write_text(json.dumps(profile, indent=2) + "\n")
+            print(f"wrote {args.out}")
+        return
+    decode_points = time_decode_points(subjects, speed)
 
     prefill_points = []
     for s in subjects:
@@ -477,25 +533,12 @@ def main() -> None:
             print(f"forward  {s.name:14s} {n:4d} x ~{tokens:3d} tokens: {t:6.3f} s   train {t_train:6.3f} s")
     mfu_forward, forward_elementwise, forward_err = fit_flops_plus_extra(forward_points, peak)
     mfu_train, train_elementwise, train_err = fit_flops_plus_extra(train_points, peak)
-    # A decode iteration's GEMMs (a few rows) reach no more of the peak than a batched forward's:
-    # at these sizes the decode fit is nearly flat in eta_compute (29-30% worst error from 0.65
-    # to 1.0 on 2026-12-05), and unbounded it ran to the grid's edge.
-    eta_compute, t_fix, c_seq, eta_kv, decode_err = fit_decode(profile, decode_points, min(mfu_forward, mfu_train))
-    fitted_cost = RooflineCostModel(
-        DeviceProfile(**{**profile, "eta_compute": eta_compute, "t_fix_s": t_fix, "c_seq_s": c_seq, "eta_kv": eta_kv})
-    )
-    for m, b, widest, t in decode_points:
-        context = decode_context(b, widest)
-        predicted = fitted_cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=context)
-        print(f"decode   {m:14s} batch {b:4d} padded to {widest:3d} tokens: fitted {predicted / t - 1:+5.0%}")
+    decode = fit_decode_points(profile, decode_points, min(mfu_forward, mfu_train))
     by_preset = parallel_fractions(subjects, cores, speed)
     reward_s, _ = speed.scaled(lambda: (reward_s_per_sequence(subjects[0]), 0.0))
 
     at_start = {
-        "eta_compute": eta_compute,
-        "t_fix_s": t_fix,
-        "c_seq_s": c_seq,
-        "eta_kv": eta_kv,
+        **decode,
         "prefill_fix_s": prefill_fix,
         "eta_prefill": eta_prefill,
         "mfu_forward": mfu_forward,
@@ -509,7 +552,7 @@ def main() -> None:
     print(f"\nfitted on {', '.join(PRESETS)} (one core, one torch thread); worst relative error of each fit:")
     print(
         f"  eta_compute {f['eta_compute']:.3f}, t_fix_s {f['t_fix_s'] * 1e3:.3f} ms,"
-        f" c_seq_s {f['c_seq_s'] * 1e6:.1f} us/sequence, eta_kv {f['eta_kv']:.4f}   (decode, {decode_err:.0%})"
+        f" c_seq_s {f['c_seq_s'] * 1e6:.1f} us/sequence, eta_kv {f['eta_kv']:.4f}   (decode, errors above)"
     )
     print(
         f"  prefill_fix_s {f['prefill_fix_s'] * 1e3:.3f} ms, eta_prefill {f['eta_prefill']:.4f}   ({prefill_err:.0%})"

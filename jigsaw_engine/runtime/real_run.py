@@ -236,10 +236,12 @@ def predict_with_simulator(
     *,
     graph_config: GraphConfig,
     slowdown: float = 1.0,
+    from_step: int = 0,
 ) -> dict[str, Any]:
     """The simulator's forecast of the run just made: same controller, scheduler and cost
     profile, replaying the sequences the real run produced (lengths, turns, tool waits), on
-    the profile's machine ``slowdown`` times slower (:func:`slowed_down`).
+    the profile's machine ``slowdown`` times slower (:func:`slowed_down`). ``stages`` counts
+    the steps from ``from_step`` on (a run whose first step was a warm-up leaves it out).
 
     The gap to the real run is the cost model's error for this machine and these models.
     """
@@ -264,7 +266,8 @@ def predict_with_simulator(
         pid: ((run.ended_s or 0.0) - (run.started_s or 0.0)) / max(1, run.steps_done)
         for pid, run in controller.finished_runs().items()
     }
-    return {"makespan_s": makespan_s, "pipelines": latencies, "stages": stage_seconds(controller.timeline)}
+    counted = [span for span in controller.timeline if span.step >= from_step]
+    return {"makespan_s": makespan_s, "pipelines": latencies, "stages": stage_seconds(counted)}
 
 
 STAGE_GROUPS = {"prefill": "rollout", "decode": "rollout", "tool": "rollout"}

@@ -57,3 +57,15 @@ def test_points_are_scaled_to_one_speed_and_constants_moved_to_the_typical_one(
     # 1.5x lower, a fraction of work that divides over cores the same; the reference 0.45 s.
     moved = speed.at_typical_speed({"t_fix_s": 0.002, "mfu_train": 0.6, "parallel_fraction": 0.5})
     assert moved == pytest.approx({"t_fix_s": 0.003, "mfu_train": 0.4, "parallel_fraction": 0.5, "reference_s": 0.45})
+
+
+def test_a_part_measured_again_joins_the_profile_at_its_recorded_speed(
+    script: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --decode-only: the machine runs the reference work in 0.3 s now, the profile recorded
+    # 0.2 s. Constants fitted now are moved to the profile's speed: times 1.5x shorter,
+    # efficiencies 1.5x higher; the profile's reference stays as it is.
+    monkeypatch.setattr(script, "reference_seconds", lambda: 0.3)
+    speed = script.AtOneSpeed()
+    moved = speed.at_reference({"t_fix_s": 0.003, "eta_compute": 0.2, "c_seq_s": 6e-6}, reference_s=0.2)
+    assert moved == pytest.approx({"t_fix_s": 0.002, "eta_compute": 0.3, "c_seq_s": 4e-6})

@@ -261,3 +261,21 @@ def test_the_forecast_on_a_machine_twice_as_slow_takes_twice_as_long():
     assert slow["makespan_s"] == pytest.approx(2 * normal["makespan_s"])
     for pid in specs:
         assert slow["pipelines"][pid] == pytest.approx(2 * normal["pipelines"][pid])
+
+
+def test_the_forecast_counts_stages_from_a_step_on_leaving_a_warm_up_out():
+    # scripts/time_real_steps.py times steps after a warm-up one; its forecast must count the same.
+    from jigsaw_engine.runtime.real_run import predict_with_simulator
+    from jigsaw_engine.sim.lengths import sample_step
+
+    specs = {"p0-a": tiny_spec("a", steps=2)}
+    plans = {"p0-a": {k: sample_step(parse_pipeline_spec(specs["p0-a"]), k) for k in range(2)}}
+    cluster = ClusterSpec(num_nodes=1, devices_per_node=2, device_type="cpu")
+    graph = replace(real_graph_config_for("dedicated"), prefix_cache=False)
+    both = predict_with_simulator(cluster, "dedicated", specs, plans, graph_config=graph)["stages"]["p0-a"]
+    second = predict_with_simulator(cluster, "dedicated", specs, plans, graph_config=graph, from_step=1)
+    assert set(second["stages"]["p0-a"]) == set(both)
+    for kind, seconds in second["stages"]["p0-a"].items():
+        assert 0 < seconds < both[kind], kind
+    beyond = predict_with_simulator(cluster, "dedicated", specs, plans, graph_config=graph, from_step=2)
+    assert beyond["stages"] == {} and beyond["makespan_s"] == second["makespan_s"]
