@@ -21,6 +21,7 @@ from typing import Any
 import ray
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
+from jigsaw_engine.runtime.host_allocator import keep_freed_memory
 from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed, trains_across_devices
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
@@ -47,6 +48,7 @@ class PipelineActor:
         checkpoint in ``options.checkpoint_dir`` (a restarted actor), a number after that step."""
         import torch
 
+        keep_freed_memory()  # its lanes' heaps would otherwise be faulted in again every step
         torch.set_num_threads(torch_threads)
         self._torch_threads = torch_threads
         self._all_cores = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else set()
