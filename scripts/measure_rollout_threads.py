@@ -33,6 +33,7 @@ from pathlib import Path
 
 import torch
 
+from jigsaw_engine.runtime.host_allocator import keep_freed_memory
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.spec.pipeline import ResourceSpec, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import load_workload_file
@@ -109,6 +110,7 @@ def main() -> None:
     if len(cores) < WORKERS:
         raise SystemExit(f"needs {WORKERS} cores, this process may use {len(cores)}")
     torch.set_num_threads(1)
+    keep_freed_memory()  # as a pipeline actor does: its threads' heaps are not faulted in again
     fractions: list[float] = []
     for raw in load_workload_file(args.workload).pipelines:
         found, line = measure(raw, args.steps, cores, args.cache_dir)

@@ -21,7 +21,7 @@ from typing import Any
 import ray
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
-from jigsaw_engine.runtime.host_allocator import keep_freed_memory
+from jigsaw_engine.runtime.host_allocator import ONE_ARENA_ENV, keep_freed_memory
 from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed, trains_across_devices
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
@@ -145,6 +145,12 @@ class PipelineActor:
         }
 
 
+def pipeline_actor_options(placement: DevicePlacement | None, device: int) -> dict[str, Any]:
+    """``PipelineActor.options(...)``: placed on ``device``, its worker process started with
+    one malloc arena (:data:`ONE_ARENA_ENV`)."""
+    return {**placed(placement, device), "runtime_env": {"env_vars": dict(ONE_ARENA_ENV)}}
+
+
 def wait_for_refs(handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
     """Every finished handle, waiting up to ``timeout_s`` for the first (the executors' ``wait``)."""
     refs = list(handles)
@@ -184,7 +190,7 @@ class RayExecutor:
                 home_device=i,
                 train_across_devices=options.train_across_devices or trains_across_devices(cluster),
             )
-            self.actors[pid] = PipelineActor.options(**placed(self.placement, i)).remote(  # type: ignore[attr-defined]
+            self.actors[pid] = PipelineActor.options(**pipeline_actor_options(self.placement, i)).remote(  # type: ignore[attr-defined]
                 dict(spec), train_parts, torch_threads, placed_options
             )
         # Building a pipeline (tokenizer, warm-up) takes seconds: wait here, not inside a node.

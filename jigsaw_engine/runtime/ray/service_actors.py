@@ -28,8 +28,8 @@ from ray.exceptions import RayActorError
 
 from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
-from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor, wait_for_refs
-from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed, trains_across_devices
+from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor, pipeline_actor_options, wait_for_refs
+from jigsaw_engine.runtime.ray.placement import DevicePlacement, trains_across_devices
 from jigsaw_engine.runtime.real_jobs import RealJobOptions
 from jigsaw_engine.runtime.real_pipeline import NodeReport
 from jigsaw_engine.runtime.service_executor import StepReport
@@ -139,7 +139,8 @@ class ActorServiceExecutor:
                 if self._checkpoint_root is not None:
                     options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
                 # Ray books a sliver of the device; the scheduler decides which cores a node uses.
-                actor = self._actors[pipeline_id] = PipelineActor.options(**placed(self.placement, device)).remote(  # type: ignore[attr-defined]
+                actor_options = pipeline_actor_options(self.placement, device)
+                actor = self._actors[pipeline_id] = PipelineActor.options(**actor_options).remote(  # type: ignore[attr-defined]
                     spec, self._train_parts, self._torch_threads, options, spec.start_step
                 )
             return actor
