@@ -29,15 +29,14 @@ import torch
 
 import jigsaw_engine.runtime.real_jobs as real_jobs
 from jigsaw_engine.cost.device import load_device_profile
-from jigsaw_engine.runtime.machine_speed import reference_seconds
-from jigsaw_engine.runtime.real_run import predict_with_simulator
-from jigsaw_engine.sched.registry import real_graph_config_for
+from jigsaw_engine.runtime.machine_speed import reference_seconds, slowdown_range
+from jigsaw_engine.runtime.real_run import predict_with_simulator, real_graph
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import load_workload_file
 
-TORCH_ENGINE_GRAPH = replace(real_graph_config_for("dedicated"), prefix_cache=False, workers_share_process=True)
-"""The graph ``jigsaw run`` forecasts this engine with: no prefix cache (a turn after feedback
-or a tool call prefills the whole conversation again), workers threads of one process."""
+TORCH_ENGINE_GRAPH = real_graph("dedicated", prefix_cache=False, workers_share_process=True)
+"""The graph ``jigsaw run`` forecasts the torch engine with: no prefix cache (a turn after
+feedback or a tool call prefills the whole conversation again), workers threads of one process."""
 
 PHASES = ("rollout", "old_logprob", "ref_logprob", "train")
 """The phases timed, named as the simulator's sub-stages (its rollout sums prefill, decode and
@@ -76,7 +75,7 @@ def main() -> None:
         before_s = reference_seconds() if reference_s else 0.0
         plain = _time_steps(job, args.steps)
         after_s = reference_seconds() if reference_s else 0.0
-        timed = sorted((before_s / reference_s, after_s / reference_s)) if reference_s else [1.0, 1.0]
+        timed = slowdown_range(before_s, after_s, reference_s)
         forecast = predict_with_simulator(
             workload.cluster,
             "dedicated",

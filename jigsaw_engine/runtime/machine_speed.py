@@ -78,3 +78,12 @@ class _ReferenceWork:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return time.perf_counter() - started
+
+
+def slowdown_range(before_s: float, after_s: float, reference_s: float | None) -> list[float]:
+    """The machine's slowdown against its profile from the reference work timed before and
+    after a run, the lower first; [1, 1] for a profile with no reference. Their mean is what
+    a forecast is scaled by, their spread how steady the machine was meanwhile."""
+    if not reference_s:
+        return [1.0, 1.0]
+    return sorted((before_s / reference_s, after_s / reference_s))

@@ -22,6 +22,7 @@ from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile, slowed_down
 from jigsaw_engine.errors import FieldError, SpecError
 from jigsaw_engine.graph.builder import GraphConfig
+from jigsaw_engine.runtime.machine_speed import slowdown_range
 from jigsaw_engine.runtime.real_jobs import check_real_spec
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime
 from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
@@ -85,7 +86,7 @@ def run_real_workload(
     much slower the machine runs than when the profile was measured (its ``reference_s``);
     without it, or for a profile with no reference, the forecast takes the profile as it is."""
     specs = check_real_workload(workload, steps=steps)
-    graph = partial(_real_graph, prefix_cache=prefix_cache, workers_share_process=workers_share_process)
+    graph = partial(real_graph, prefix_cache=prefix_cache, workers_share_process=workers_share_process)
     run = partial(_run, make_executor=make_executor, progress=progress, graph=graph, speed=machine_speed)
     result: dict[str, Any] = {
         "cluster": {"num_devices": workload.cluster.num_devices, "device_type": workload.cluster.device_type},
@@ -178,7 +179,7 @@ def _run(
     # The machine's slowdown against the profile's moment: the mean of before and after, whose
     # spread says how steady the machine was (a forecast cannot be judged closer than that).
     after_s = speed() if speed is not None and reference_s else 0.0
-    timed = sorted((before_s / reference_s, after_s / reference_s)) if reference_s else [1.0, 1.0]
+    timed = slowdown_range(before_s, after_s, reference_s)
     slowdown = sum(timed) / 2
     failed = {pid: controller.state_of(pid).value for pid in specs if controller.state_of(pid).value != "succeeded"}
     if failed:
@@ -223,7 +224,10 @@ def _run(
     }
 
 
-def _real_graph(policy: str, *, prefix_cache: bool, workers_share_process: bool) -> GraphConfig:
+def real_graph(policy: str, *, prefix_cache: bool, workers_share_process: bool) -> GraphConfig:
+    """The graph a real run of ``policy`` is forecast with, for its rollout engine: whether a
+    turn after a tool call prefills only the new tokens, and whether a job's workers are
+    threads of one process (see :func:`run_real_workload`)."""
     base = real_graph_config_for(policy)
     return replace(base, prefix_cache=prefix_cache, workers_share_process=workers_share_process)
 
