@@ -1,6 +1,6 @@
 """Real rollout traces: load them, summarize what matters to the scheduler, replay them as steps.
 
-The three traces in ``shared/data/traces/`` (see its README) come in three shapes; the loaders put
+The three traces in ``data/traces/`` (see its README) come in three shapes; the loaders put
 them into one typed form, :class:`Trace`: prompt groups of sequences, each with its prompt, the
 tokens generated in each turn and the tool calls between turns. :func:`summarize` reduces a trace
 to the figures a scheduler cares about (tails, within-group spread, turns, tool waits), and
@@ -359,9 +359,9 @@ def to_plan(seq: TraceSequence, max_response_length: int | None = None) -> Seque
 
 
 def trace_dir() -> Path:
-    """``$JIGSAW_TRACE_DIR``, else ``shared/data/traces`` beside the repository."""
+    """``$JIGSAW_TRACE_DIR``, else the repository's own ``data/traces``."""
     configured = os.environ.get("JIGSAW_TRACE_DIR")
-    return Path(configured) if configured else Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
+    return Path(configured) if configured else Path(__file__).resolve().parents[2] / "data" / "traces"
 
 
 _LOADERS = {"math": load_math_trace, "code": load_code_trace, "search": load_search_trace}

@@ -21,7 +21,7 @@ import pytest
 from jigsaw_engine.cost.vidur import VidurLinearRow, read_vidur_mlp_csv
 from tests.engine.builders import make_cost
 
-VIDUR_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "vidur-profiles"
+VIDUR_DIR = Path(__file__).resolve().parents[2] / "data" / "vidur-profiles"
 GPUS = ("h100", "a100")
 ROW_TOLERANCE_PCT = 15.0
 BANDWIDTH_REGIME_MAX_TOKENS = 32
@@ -41,8 +41,7 @@ class Point:
 
 
 def _points(tp: int) -> list[Point]:
-    if not VIDUR_DIR.is_dir():
-        pytest.skip(f"Vidur profiles not found at {VIDUR_DIR} (shared/data/vidur-profiles beside the repo)")
+    assert VIDUR_DIR.is_dir(), f"the repository's Vidur profiles are missing: {VIDUR_DIR}"
     points: list[Point] = []
     for gpu in GPUS:
         cost = make_cost(gpu)

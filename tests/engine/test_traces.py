@@ -24,16 +24,10 @@ from jigsaw_engine.sim.traces import (
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from tests.engine.builders import make_spec
 
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
+TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
 MATH = TRACES / "math_dapo_qwen2.5-32b.json"
 CODE = TRACES / "code_deepcoder_14b.json"
 SEARCH = TRACES / "search_r1_multiturn_qwen2.5-7b.json.gz"
-
-pytestmark = pytest.mark.skipif(
-    not all(p.exists() for p in (MATH, CODE, SEARCH)),
-    reason=f"real traces not found in {TRACES} (they live in the shared checkout, beside the repo)",
-)
-
 
 @pytest.fixture(scope="module")
 def math_trace() -> Trace:
