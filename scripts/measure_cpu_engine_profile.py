@@ -439,8 +439,8 @@ def fit_decode_points(profile: dict[str, Any], points: list[DecodePoint], max_et
 
     A decode iteration's GEMMs (a few rows) reach no more of the peak than a batched forward's,
     so eta_compute is searched up to ``max_eta``, the forward and update MFUs: at these sizes
-    the fit is nearly flat in eta_compute (29-30% worst error from 0.65 to 1.0 on 2026-12-05),
-    and unbounded it ran to the grid's edge."""
+    the fit is nearly flat in eta_compute (its worst error moved by about a point from 0.65 to
+    1.0), and unbounded it ran to the grid's edge."""
     eta_compute, t_fix, c_seq, eta_kv, worst = fit_decode(profile, points, max_eta)
     fitted = {"eta_compute": eta_compute, "t_fix_s": t_fix, "c_seq_s": c_seq, "eta_kv": eta_kv}
     cost = RooflineCostModel(DeviceProfile(**{**profile, **fitted}))

@@ -3,11 +3,10 @@
 glibc's malloc gives each thread that allocates an arena of its own. Those arenas hand
 freed memory back to the kernel as soon as a little of it is free at the top, and by default
 any allocation above 128 KiB is a fresh mapping. A pipeline actor runs its work on threads
-(one lane per kind of work), so every step faulted its buffers in again: 250,000 page faults in
-one job's six rollouts, a fifth of their time in the kernel, where the same work on a
-process's main thread takes almost none (measured 2026-12-06 on tiny jobs, one core each).
-Two settings fix it: :func:`keep_freed_memory`, called by the process, and
-:data:`ONE_ARENA_ENV`, which must be in its environment when it starts (glibc reads it once).
+(one lane per kind of work), so without these settings every step faults its buffers in again
+and spends a large share of its time in the kernel (figures in ``docs/real-runs.md``). Two
+settings fix it: :func:`keep_freed_memory`, called by the process, and :data:`ONE_ARENA_ENV`,
+which must be in its environment when it starts (glibc reads it once).
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 """``mallopt`` parameters (``malloc.h``)."""
 ONE_ARENA_ENV = {"MALLOC_ARENA_MAX": "1"}
 """A process's threads share the main heap: the other arenas are heaps of 64 MiB, which an
-update's buffers outgrow and which glibc unmaps whole once they are free. With it, a pipeline
-actor's updates spent 0.01-0.05 s in the kernel over six steps instead of 0.2-0.4 s and ran
-5-8% faster (2026-12-06). Given to the actor's worker process as a Ray runtime env."""
+update's buffers outgrow and which glibc unmaps whole once they are free, so an update would
+fault them in again. Given to the actor's worker process as a Ray runtime env."""
 TRIM_THRESHOLD_BYTES = 256 * 2**20
 """Free memory at the top of a heap kept before any is given back: more than a tiny job's
 step frees at once."""

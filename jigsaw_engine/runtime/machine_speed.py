@@ -1,7 +1,7 @@
 """How fast this machine runs tiny-model work right now, against when its profile was measured.
 
-A shared CPU host's speed moves by 10-100% from hour to hour (other tenants' load, turbo): the
-same fixed torch work has taken 0.50 s one day and 0.74-1.10 s the day before. A forecast made
+A shared CPU host's speed moves by 10-100% from hour to hour (other tenants' load, turbo), up to
+2x for the same fixed torch work (``docs/real-runs.md``, "The host's speed"). A forecast made
 with a profile measured at another moment is off by that much before the cost model is wrong
 at all. So the CPU profile records the time of one fixed piece of work
 (:func:`reference_seconds`: decode iterations of the torch rollout engine and an AdamW update

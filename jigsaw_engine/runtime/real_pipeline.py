@@ -1,11 +1,12 @@
 """One pipeline's sub-stages run for real: each graph node becomes a phase of an :class:`RLJob` step.
 
-The scheduler sees the sub-stage graph of DESIGN.md §3.1; this is where its nodes turn into
-work. A decode node of worker ``w`` generates until the worker's unfinished episodes fall to
-the bucket's share (half for ``dense``, an eighth for ``medium``, none for ``tail``): the same
-boundaries the cost model uses, counted in sequences because a tiny model never reaches the
-token thresholds of a real one. Tool waits happen inside the episodes (a retriever call is a
-real wait), so ``tool`` nodes have no work of their own.
+The scheduler sees each step as a sub-stage graph (``docs/architecture.md``); this is where its
+nodes turn into work (``docs/real-runs.md`` lists what each node runs). A decode node of worker
+``w`` generates until the worker's unfinished episodes fall to the bucket's share (half for
+``dense``, an eighth for ``medium``, none for ``tail``): the same boundaries the cost model uses,
+counted in sequences because a tiny model never reaches the token thresholds of a real one.
+Tool waits happen inside the episodes (a retriever call is a real wait), so ``tool`` nodes have
+no work of their own.
 """
 
 from __future__ import annotations

@@ -86,14 +86,11 @@ class PipelineActor:
         """One thread per rollout worker, and one for the pipeline-wide nodes. Ray hands each
         call to whichever of the actor's threads is free, and glibc gives every thread a heap
         arena of its own: an update that ran on a new thread each time found none of the
-        previous one's freed memory and faulted it in afresh (up to 10,000 page faults and as
-        much system time as compute in a 0.1 s optimizer step, its steps 1.4x slower than in
-        one thread). A lane keeps a kind of work on one thread, so its memory is reused.
-        It also keeps torch's OpenMP to one team: each thread that runs multi-threaded torch
-        keeps a team of its own, and a tiny update ran 1.6x faster on two threads than on one
-        from the first thread, 1.2x from a second, and 1.2x again from the first after that
-        (2026-12-06; with more OpenMP threads than cores, libgomp spins only briefly at a
-        barrier before it sleeps)."""
+        previous one's freed memory and faulted it in afresh. A lane keeps a kind of work on
+        one thread, so its memory is reused. It also keeps torch's OpenMP to one team: each
+        thread that runs multi-threaded torch keeps a team of its own, and with more OpenMP
+        threads than cores libgomp sleeps at barriers instead of spinning, so a second team
+        makes two-thread updates much slower (figures in ``docs/real-runs.md``)."""
         with self._lanes_lock:
             if worker not in self._lanes:
                 name = "pipeline-wide" if worker is None else f"rollout-worker-{worker}"

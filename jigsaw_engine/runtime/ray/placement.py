@@ -34,10 +34,8 @@ EMBEDDED_RAY_SYSTEM_CONFIG = {"worker_niceness": 0}
 worker processes at nice 15, to keep its own daemons responsive; but a worker is where a device's
 work runs, and at nice 15 any other process on the host that wakes (a broker's heartbeat, the
 driver) takes the core at once. A node on two cores runs two torch threads that wait for each
-other after every operator, so one thread preempted holds both back: a tiny job's update on two
-threads ran 1.17x faster than on one beside a process busy 20% of the time, 1.12x at nice 15
-(1.33x on a quiet host), and `jigsaw run --policies serial` with each job on two cores ran 4-12%
-faster at nice 0 in five runs paired with nice 15 ones (2026-12-05)."""
+other after every operator, so one thread preempted holds both back (what that costs:
+``docs/real-runs.md``)."""
 
 READY_TIMEOUT_S = 30.0
 """How long the reservation may wait for Ray before the cluster is judged too small."""
