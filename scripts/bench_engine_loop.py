@@ -10,7 +10,7 @@ spent per job so far, what the engine holds, and, with --memory, the bytes Pytho
     .venv/bin/python scripts/bench_engine_loop.py --seconds 60
     .venv/bin/python scripts/bench_engine_loop.py --seconds 300 --memory   # the retention filling
 
-It is not a test; figures from it are in the README's soak section.
+It is not a test; its figures are in docs/benchmarks.md (the soak).
 """
 
 from __future__ import annotations

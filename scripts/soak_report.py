@@ -170,7 +170,7 @@ def table_text(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The same table in Markdown (for the README)."""
+    """The same table in Markdown (for docs/benchmarks.md)."""
     titles = [title for _, title, _ in TABLE_COLUMNS]
     lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
     for row in rows:
