@@ -121,8 +121,8 @@ CARRIED_KEYS = (
 )
 """Not measurable on one GPU (or not a device constant): always taken from the base profile."""
 DEFAULTS: dict[str, float] = {
-    # shared/docs/BENCHMARKS.md's H100 column: used only where there is no base profile and a phase
-    # could not measure its field.
+    # The public-source H100 starting values (docs/cost-model.md, "GPU profiles"): used only where
+    # there is no base profile and a phase could not measure its field.
     "peak_flops_bf16": 989e12,
     "hbm_bytes_per_s": 3.35e12,
     "memory_bytes": 80e9,
@@ -1090,7 +1090,7 @@ def load_base(base: str | None, name: str) -> tuple[dict[str, float], str]:
             return {k: float(raw.get(k, DEFAULTS[k])) for k in PROFILE_KEYS}, path.name
     if base:
         raise SystemExit(f"no base profile {base!r} (a path, or a name in {PROFILE_DIR})")
-    return dict(DEFAULTS), "BENCHMARKS.md's H100 defaults"
+    return dict(DEFAULTS), "the public-source H100 defaults (docs/cost-model.md)"
 
 
 def describe(

@@ -1,4 +1,4 @@
-"""Roofline-style cost model of RL sub-stages (formulas in ``shared/docs/BENCHMARKS.md`` §1).
+"""Roofline-style cost model of RL sub-stages (every formula and constant: ``docs/cost-model.md``).
 
 Every policy is charged by this one model: it is never tuned per policy.
 """

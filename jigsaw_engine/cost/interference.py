@@ -5,9 +5,10 @@ the device's compute, the slowdown of each side against running alone with the w
 (plus single-class rows for a sub-stage alone on part of a device). A measured table replaces
 the modelled one without code changes; the runtime only ever looks values up.
 
-The shipped table is modelled as BENCHMARKS.md §1 says: each side gets its share of the SMs,
-and HBM bandwidth is shared in proportion to demand. :func:`modelled_slowdowns` is that model;
-``scripts/model_interference.py`` writes the table from it.
+The shipped table is modelled (``docs/cost-model.md``, "Interference"): each side gets its share
+of the SMs, and HBM bandwidth is shared in proportion to demand. :func:`modelled_slowdowns` is
+that model; ``scripts/model_interference.py`` writes the table from it, with
+:data:`MODELLED_DESCRIPTION`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ SM_NEED = {"compute": 1.0, "memory": 0.3}
 BW_NEED = {"compute": 0.3, "memory": 0.9}
 CO_RUN_OVERHEAD = 1.05
 """Extra slowdown of any co-run: shared L2 and warp scheduling beyond SMs and bandwidth."""
+MODELLED_DESCRIPTION = (
+    "Modelled, not measured (docs/cost-model.md, Interference): each side runs at min(1, SM share / SM need) "
+    f"and HBM bandwidth is shared in proportion to demand; SM need {SM_NEED}, bandwidth need {BW_NEED}, "
+    f"x{CO_RUN_OVERHEAD} for any co-run. Slowdowns are against the sub-stage alone on the whole device."
+)
+"""The ``description`` of the modelled table as ``scripts/model_interference.py`` writes it."""
 
 
 def device_class(resource: ResourceClass) -> str:

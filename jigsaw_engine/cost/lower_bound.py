@@ -1,4 +1,4 @@
-"""Throughput lower bound ``T_LB(N)`` (``shared/docs/BENCHMARKS.md`` §1, Metrics).
+"""Throughput lower bound ``T_LB(N)`` (``docs/cost-model.md``, "The lower bound").
 
     T_LB(N) = max( sum_p work_p / N , max_p critical_path_p )
 

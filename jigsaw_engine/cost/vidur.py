@@ -1,5 +1,6 @@
 """Reader of Microsoft Vidur's measured linear-layer profiles (``compute/<gpu>/<model>/mlp.csv``),
-used to check and fit the cost model's per-layer linear time (``shared/docs/BENCHMARKS.md`` §1).
+used to check and fit the cost model's per-layer linear time (``docs/cost-model.md``); the
+profiles the tests read are shipped in ``data/vidur-profiles/``.
 
 Times in the file are milliseconds per layer; only the four GEMM operators are summed, the
 element-wise ones (layer norms, activation, rope, add) are left out.

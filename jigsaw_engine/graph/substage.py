@@ -1,4 +1,4 @@
-"""Sub-stages and the per-step graph that connects them (DESIGN.md §3.1).
+"""Sub-stages and the per-step graph that connects them (``docs/architecture.md``, the sub-stage graph).
 
 A stage-level view (rollout, then train) hides where devices sit idle; sub-stages expose it:
 a rollout worker's decode is split by how many tokens each iteration processes, so the

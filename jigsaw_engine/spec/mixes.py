@@ -1,4 +1,4 @@
-"""The benchmark workload mixes M0-M5 (``shared/docs/BENCHMARKS.md``, Mixes), as workload files.
+"""The benchmark workload mixes M0-M5 and MT (``docs/benchmarks.md``, "Workload mixes"), as workload files.
 
 Every mix is written in the same mapping format a user submits (``cluster`` plus a list of
 pipeline specs) and goes through :func:`~jigsaw_engine.spec.workload_file.parse_workload`, so a
@@ -135,7 +135,7 @@ MIXES: dict[str, Mix] = {
         "streamrl",
     ),
     "MT": Mix(
-        "the real traces replayed (shared/data/traces)",
+        "the real traces replayed (data/traces)",
         {
             "32xh100": MixVariant(
                 4,

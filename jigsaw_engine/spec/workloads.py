@@ -1,7 +1,8 @@
 """Built-in workloads: seeded length and tool-latency distributions fitted to public traces.
 
-See ``shared/docs/BENCHMARKS.md`` (Workloads). Lengths are lognormal and capped; a task with
-tool calls adds turns, tool waits and the tool output re-prefilled on the next turn.
+Each is described, with the trace it was fitted to, in ``docs/benchmarks.md`` (Workloads).
+Lengths are lognormal and capped; a task with tool calls adds turns, tool waits and the tool
+output re-prefilled on the next turn.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class WorkloadSpec:
     group_correlation: float = 0.5
     """Share of log-length variance shared within a prompt's group (0 = independent)."""
     trace: str | None = None
-    """A real trace to replay instead of sampling (a file of ``shared/data/traces/``, or of
+    """A real trace to replay instead of sampling (a file of the repository's ``data/traces/``, or of
     ``$JIGSAW_TRACE_DIR``): steps draw whole recorded groups. The fitted numbers above then
     only describe it (the trace's fit) for code that reads them."""
 

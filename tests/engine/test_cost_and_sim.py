@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from jigsaw_engine.contracts import EventKind
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
+from jigsaw_engine.cost.interference import MODELLED_DESCRIPTION, TABLE_PATH, table_rows
 from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.sim.step_sim import simulate_step
@@ -19,7 +21,7 @@ from tests.engine.builders import make_cluster, make_cost, make_spec
 
 def test_a100_7b_batch1_decode_is_about_12ms() -> None:
     # weights 15.24 GB / (0.78 * 2.039 TB/s) = 9.58 ms, + t_fix 2.5 ms + 20 us = 12.1 ms
-    # (eta_weights 0.78 fitted to Vidur's A100 linear-layer profiles; BENCHMARKS.md: about 12 ms).
+    # (eta_weights 0.78 fitted to Vidur's A100 linear-layer profiles; docs/cost-model.md: about 12 ms).
     t = make_cost("a100").decode_iteration_s(MODEL_CATALOGUE["qwen2.5-7b"], batch=1, context_tokens=0)
     assert t == pytest.approx(0.0121, rel=0.02)
 
@@ -107,6 +109,14 @@ def _kv_s(cost: RooflineCostModel, model: ModelSpec) -> float:
     return cost.decode_iteration_s(model, batch=2, context_tokens=1) - cost.decode_iteration_s(
         model, batch=2, context_tokens=0
     )
+
+
+def test_the_shipped_interference_table_is_what_the_model_writes() -> None:
+    # scripts/model_interference.py writes the file from table_rows() and MODELLED_DESCRIPTION;
+    # a measured table replaces the file (and its description) without code changes.
+    raw = json.loads(TABLE_PATH.read_text())
+    if raw["description"].startswith("Modelled"):
+        assert raw == {"description": MODELLED_DESCRIPTION, "rows": table_rows()}
 
 
 def test_sampling_is_deterministic_per_seed_and_step() -> None:
