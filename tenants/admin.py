@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tenants.models import ApiToken, AuditLog, Membership, Quota, Tenant
-from tenants.services import api_token_revoke, audit_record
+from tenants.services import api_token_revoke, audit_record, member_tokens_revoke
 
 
 class QuotaInline(admin.StackedInline):
@@ -32,6 +32,7 @@ class TenantAdmin(admin.ModelAdmin):
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         tenant = form.instance
         audits: list[tuple[str, str, dict[str, Any]]] = []
+        leaving: list[Any] = []  # users whose membership goes: their tokens go with it
         for sub in formset.forms:
             if not sub.has_changed() or not sub.is_valid():
                 continue
@@ -44,7 +45,11 @@ class TenantAdmin(admin.ModelAdmin):
                 user = sub.cleaned_data.get("user")
                 action = "membership.delete" if deleted else "membership.set"
                 audits.append((action, str(user), {"role": sub.cleaned_data.get("role")}))
+                if obj.pk and (deleted or "user" in sub.changed_data):
+                    leaving.append(sub.initial.get("user"))
         super().save_formset(request, form, formset, change)
+        for user in leaving:
+            member_tokens_revoke(tenant=tenant, user=user)
         for action, target, data in audits:
             audit_record(tenant=tenant, actor=request.user, action=action, target=target, data=data)
 

@@ -41,6 +41,29 @@ class Scope(models.TextChoices):
     ADMIN = "admin"
 
 
+EVERY_SCOPE = frozenset(Scope.values)
+ROLE_SCOPES: dict[str, frozenset[str]] = {
+    Role.OWNER.value: EVERY_SCOPE,
+    Role.MEMBER.value: frozenset({Scope.JOBS_READ.value, Scope.JOBS_WRITE.value}),
+    Role.VIEWER.value: frozenset({Scope.JOBS_READ.value}),
+}
+
+
+def role_scopes(*, role: str | None, staff: bool) -> frozenset[str]:
+    """What a user may do in a tenant signed in, and so the most any of their tokens for it
+    may: their role's scopes, every scope for staff (they run the cluster), none once they
+    left the tenant."""
+    if role is None:
+        return frozenset()
+    return EVERY_SCOPE if staff else ROLE_SCOPES[role]
+
+
+def implied_scopes(scopes: list[str] | frozenset[str]) -> frozenset[str]:
+    """A token's scopes with what they imply: ``admin`` stands for every scope."""
+    held = frozenset(scopes)
+    return EVERY_SCOPE if Scope.ADMIN.value in held else held
+
+
 class ApiToken(models.Model):
     """A secret shown once: stored as a public key id plus a SHA-256 of the secret.
 

@@ -56,9 +56,23 @@ def membership_remove(*, tenant: Tenant, user: AbstractBaseUser, actor: Any = No
     """Remove ``user`` from ``tenant``; their tokens for it are revoked with them."""
     deleted, _ = Membership.objects.filter(tenant=tenant, user=user).delete()
     if deleted:
-        ApiToken.objects.filter(tenant=tenant, user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        member_tokens_revoke(tenant=tenant, user=user)
         audit_record(tenant=tenant, actor=actor, action="membership.delete", target=str(user))
     return bool(deleted)
+
+
+def member_tokens_revoke(*, tenant: Tenant, user: Any) -> None:
+    """Revoke ``user``'s tokens for ``tenant``: they leave it with the user."""
+    ApiToken.objects.filter(tenant=tenant, user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+class ScopesNotHeld(Exception):
+    """A key asked for what its creator's credential does not hold."""
+
+    def __init__(self, message: str, details: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
 
 
 @transaction.atomic
@@ -90,6 +104,40 @@ def api_token_create(
         tenant=tenant, actor=user, action="api_token.create", target=key_id, data={"name": name, "scopes": scopes}
     )
     return token, f"{TOKEN_PREFIX}_{key_id}_{secret}"
+
+
+def api_key_issue(
+    *,
+    tenant: Tenant,
+    user: AbstractBaseUser,
+    name: str,
+    scopes: Iterable[str],
+    expires_at: datetime | None,
+    held: Iterable[str],
+    credential: str,
+) -> tuple[ApiToken, str]:
+    """A key for a caller whose credential (``credential`` names it: a token or a role) holds
+    ``held``: creating one is a write, and the key gets at most what the caller holds. A
+    refusal is audited, then raised as ScopesNotHeld."""
+    wanted, holds = list(dict.fromkeys(scopes)), set(held)
+    beyond = [(i, s) for i, s in enumerate(wanted) if s not in holds]
+    if beyond:
+        names = ", ".join(s for _, s in beyond)
+        message = f"{credential} does not hold {names}: a key gets at most its creator's scopes"
+        details = [{"field": f"scopes[{i}]", "message": f"{s}: not held by {credential}"} for i, s in beyond]
+    elif Scope.JOBS_WRITE.value not in holds:
+        message = f"{credential} lacks the {Scope.JOBS_WRITE.value} scope creating a key needs"
+        details = [{"field": "scopes", "message": message}]
+    else:
+        return api_token_create(tenant=tenant, user=user, name=name, scopes=wanted, expires_at=expires_at)
+    audit_record(
+        tenant=tenant,
+        actor=user,
+        action="api_token.refuse",
+        target=name,
+        data={"scopes": wanted, "held": sorted(holds), "credential": credential},
+    )
+    raise ScopesNotHeld(message, details)
 
 
 def token_member_role() -> Subquery:

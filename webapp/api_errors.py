@@ -14,6 +14,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from tenants.services import ScopesNotHeld
 from webapp.jobs.errors import ServiceError
 
 
@@ -49,6 +50,8 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"  # type: ignore[union-attr]
     if isinstance(exc, ServiceError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.http_status)
+    if isinstance(exc, ScopesNotHeld):
+        return Response(error_body("permission_denied", exc.message, exc.details), status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, Http404 | exceptions.NotFound):
         return Response(error_body("not_found", "no such resource"), status=status.HTTP_404_NOT_FOUND)
     response = exception_handler(exc, context)

@@ -86,3 +86,20 @@ def test_tokens_are_revoked_from_the_admin_with_an_audit_entry(make_actor: Any, 
     assert token.revoked_at is not None
     assert AuditLog.objects.filter(action="api_token.revoke", target=token.key_id, actor=admin_user).exists()
     assert c.get("/admin/tenants/apitoken/add/").status_code == 403  # secrets are minted by the API only
+
+
+def test_removing_a_member_in_the_admin_revokes_their_tokens(make_actor: Any, admin_user: Any) -> None:
+    from tests.hostile.helpers import client_for
+
+    actor = make_actor("acme")
+    assert client_for(actor.token).get("/api/v1/jobs").status_code == 200
+    c = Client()
+    c.force_login(admin_user)
+    url = f"/admin/tenants/tenant/{actor.tenant.pk}/change/"
+    form = form_of(c, url)
+    form["memberships-0-DELETE"] = "on"
+    response = c.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert AuditLog.objects.filter(action="membership.delete", actor=admin_user).exists()
+    assert ApiToken.objects.get(tenant=actor.tenant).revoked_at is not None
+    assert client_for(actor.token).get("/api/v1/jobs").status_code == 401

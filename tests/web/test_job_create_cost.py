@@ -137,13 +137,14 @@ def test_the_budget_at_submit_counts_this_months_usage_only(make_actor, engine_s
 
 
 def test_a_tokens_role_is_its_users_role_in_the_tenant(make_actor) -> None:
-    """Owners' keys see every key of the tenant; a member's key sees its own."""
-    owner = make_actor("acme")
+    """An owner's admin key sees every key of the tenant; a member's key sees its own, even one
+    with the admin scope (the role grants no more)."""
+    owner = make_actor("acme", scopes=("admin",))
     from django.contrib.auth import get_user_model
 
     member = get_user_model().objects.create_user(username="acme-member", password="pw-member")
     membership_add(tenant=owner.tenant, user=member, role=Role.MEMBER)
-    _, member_token = api_token_create(tenant=owner.tenant, user=member, name="member key")
+    _, member_token = api_token_create(tenant=owner.tenant, user=member, name="member key", scopes=["admin"])
 
     assert len(client_for(owner.token).get("/api/v1/api-keys").json()["results"]) == 2
     own = client_for(member_token).get("/api/v1/api-keys").json()["results"]
