@@ -5,9 +5,17 @@
 
 from __future__ import annotations
 
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from http import HTTPStatus
 from typing import Any
 
+from django.core.exceptions import BadRequest, SuspiciousOperation
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
@@ -78,8 +86,33 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
 
 # -- errors Django answers before a view (no URL matched, a refused request, a crash) -----------
+REQUEST_ID_HEADER = "X-Request-ID"
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+logger = logging.getLogger("webapp.api")
+
+
 def _api_path(request: HttpRequest) -> bool:
-    return request.path.startswith("/api/")
+    return request.path == "/api" or request.path.startswith("/api/")
+
+
+def request_id(request: HttpRequest) -> str:
+    """This request's id: the caller's ``X-Request-ID`` when it sends a plausible one (a proxy
+    in front may set it), else a new one. Responses carry it, and logs name it."""
+    found = getattr(request, "request_id", None)
+    if found is None:
+        sent = request.headers.get(REQUEST_ID_HEADER, "")
+        found = sent if _SANE_REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
+        request.request_id = found  # type: ignore[attr-defined]
+    return str(found)
+
+
+def server_error_body(request: HttpRequest) -> dict[str, Any]:
+    rid = request_id(request)
+    return error_body(
+        "server_error",
+        f"the server failed on this request; it was logged with request id {rid}",
+        [{"field": REQUEST_ID_HEADER, "message": rid}],
+    )
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
@@ -98,8 +131,73 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if _api_path(request):
-        return JsonResponse(error_body("server_error", "the server failed on this request; it was logged"), status=500)
+        return JsonResponse(server_error_body(request), status=500)
     return defaults.server_error(request)
+
+
+def _phrase(code: int) -> str:
+    try:
+        return HTTPStatus(code).phrase.lower()
+    except ValueError:
+        return f"HTTP {code}"
+
+
+def _as_error_shape(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """An error page Django made for an API path (a debug page when DEBUG is on), answered in
+    the one error shape with the same status."""
+    code = response.status_code
+    if code == 404:
+        return not_found(request, Http404())
+    if code >= 500:
+        body = server_error_body(request)
+    elif code == 405:
+        body = error_body("method_not_allowed", f"{request.method} is not allowed on {request.path}")
+    elif code == 403:
+        body = error_body("permission_denied", "you may not do this")
+    elif code == 400:
+        body = error_body("bad_request", "the request is malformed")
+    else:
+        body = error_body("error", _phrase(code))
+    answer = JsonResponse(body, status=code)
+    for header in ("Allow", "Retry-After", "WWW-Authenticate"):
+        if header in response:
+            answer[header] = response[header]
+    return answer
+
+
+class ApiErrorMiddleware:
+    """The outermost middleware. Every response carries its request's id (``X-Request-ID``),
+    and under /api/ every error is in the one error shape whatever DEBUG says: Django's debug
+    pages list the URL patterns and show tracebacks, so they are for pages only. A view's
+    crash is logged with its traceback and request id; the client gets only the id."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        rid = request_id(request)
+        response = self.get_response(request)
+        if _api_path(request) and response.status_code >= 400:
+            if response.status_code == 500 and not getattr(request, "_crash_logged", False):
+                # Raised outside a view: Django logged the traceback (without our id) just before.
+                logger.error("request %s: %s %s answered 500", rid, request.method, request.path)
+            if not response.get("Content-Type", "").startswith("application/json") and not isinstance(
+                response, Response
+            ):
+                response = _as_error_shape(request, response)
+        response[REQUEST_ID_HEADER] = rid
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not _api_path(request) or isinstance(exception, _DJANGO_ANSWERS):
+            return None  # Django answers these with their own status; __call__ reshapes the page
+        logger.error("request %s: %s %s failed", request_id(request), request.method, request.path, exc_info=exception)
+        request._crash_logged = True  # type: ignore[attr-defined]
+        return JsonResponse(server_error_body(request), status=500)
+
+
+# Exceptions Django turns into a 4xx response of its own (django.core.handlers.exception).
+_DJANGO_ANSWERS = (Http404, DjangoPermissionDenied, SuspiciousOperation, BadRequest, MultiPartParserError)
 
 
 # -- the schema documents the shape ----------------------------------------------------------

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "webapp.api_errors.ApiErrorMiddleware",  # outermost: sees every response, debug pages included
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "webapp.request_limits.RequestLimitsMiddleware",  # before CSRF, which may read the body
