@@ -36,15 +36,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tenants.services import api_token_create
-from tests.engine.builders import make_spec
-from tests.hostile.helpers import client_for, submit
+from tests.hostile.helpers import Targets, populate
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the app commits as it would in production
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 EXAMPLES_PER_OPERATION = 8
-ROWS = "\n".join(json.dumps({"prompt": f"What is {i}+{i}?", "answer": str(2 * i)}) for i in range(3))
 CHECKS = [
     not_a_server_error,
     status_code_conformance,
@@ -54,38 +51,13 @@ CHECKS = [
 ]
 
 
-class Fuzzing:
-    """What the cases run against: the tokens to send and the ids worth aiming at."""
-
-    def __init__(self, member: Any, admin_token: str, job_id: str, key_id: str, bystander: Any) -> None:
-        self.member = member
-        self.admin_token = admin_token
-        self.real_ids = {
-            "id": job_id,
-            "name": "fuzz-data",
-            "key_id": key_id,
-            # Admin edits aim at a third tenant: removing the member (or the staff user) from
-            # their own tenant would revoke the tokens the other cases send.
-            "slug": bystander.tenant.slug,
-            "username": bystander.user.username,
-        }
-
-
 @pytest.fixture()
 def fuzzing(make_actor: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     from webapp.jobs import services
 
     monkeypatch.setattr(services, "_admit_soon", lambda: None)  # no queue to feed: nothing consumes it
     with override_settings(DATASETS_DIR=str(tmp_path / "datasets")):
-        member = make_actor("acme")
-        client = client_for(member.token)
-        job_id = submit(client, {"name": "target", "spec": make_spec()}).json()["id"]
-        assert client.post("/api/v1/datasets", {"name": "fuzz-data", "content": ROWS}, format="json").status_code == 201
-        spare, _ = api_token_create(tenant=member.tenant, user=member.user, name="spare")
-        staff = make_actor("ops", scopes=("jobs:read", "jobs:write", "admin"))
-        staff.user.is_staff = True
-        staff.user.save()
-        yield Fuzzing(member, staff.token, job_id, spare.key_id, make_actor("bystander"))
+        yield populate(make_actor)
 
 
 def load_schema() -> Any:
@@ -99,14 +71,14 @@ def load_schema() -> Any:
     return loaded
 
 
-def aim(case: Any, fuzzing: Fuzzing) -> None:
+def aim(case: Any, fuzzing: Targets) -> None:
     """Three cases in four name something that exists (chosen from the case itself, so the
     same cases aim the same way on every run)."""
     if case.path_parameters and sum(map(ord, json.dumps(case.path_parameters, default=str))) % 4:
         case.path_parameters = {k: fuzzing.real_ids.get(k, v) for k, v in case.path_parameters.items()}
 
 
-def fuzz(operation: Any, mode: GenerationMode, token: str, fuzzing: Fuzzing, generated: Counter[str]) -> None:
+def fuzz(operation: Any, mode: GenerationMode, token: str, fuzzing: Targets, generated: Counter[str]) -> None:
     """Run one operation's generated cases; raise on the first failing one."""
     label = f"{operation.method.upper()} {operation.path}"
 
@@ -128,7 +100,7 @@ def fuzz(operation: Any, mode: GenerationMode, token: str, fuzzing: Fuzzing, gen
     run()
 
 
-def test_no_operation_errors_or_breaks_its_schema(fuzzing: Fuzzing) -> None:
+def test_no_operation_errors_or_breaks_its_schema(fuzzing: Targets) -> None:
     """One test drives every operation with Hypothesis itself: Schemathesis' pytest plugin
     (``parametrize``) fails under pytest 9 (it reads ``request.node._nodeid``), and one test
     pays the database set-up once rather than per operation."""

@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 from tenants.models import ApiToken
 from tests.engine.builders import make_spec
 from tests.hostile.helpers import client_for, error_of, submit
+from webapp.jobs.models import Job
 
 pytestmark = pytest.mark.django_db
 
@@ -115,10 +116,13 @@ def test_a_token_stays_in_its_tenant_whatever_the_request_says(make_actor: Any) 
     theirs = submit(client_for(globex.token), {"spec": make_spec()}).json()["id"]
     client = client_for(acme.token)
     assert client.get(f"/api/v1/jobs/{theirs}", HTTP_X_TENANT="globex").status_code == 404
-    listing = client.get("/api/v1/jobs?tenant=globex", HTTP_X_TENANT="globex").json()["results"]
-    assert listing == []
-    r = submit(client, {"spec": make_spec(), "tenant": "globex"}, HTTP_X_TENANT="globex")
+    assert client.get("/api/v1/jobs", HTTP_X_TENANT="globex").json()["results"] == []
+    # Naming another tenant in the query or the body is refused as an unknown name.
+    assert error_of(client.get("/api/v1/jobs?tenant=globex"))["details"][0]["field"] == "tenant"
+    assert error_of(submit(client, {"spec": make_spec(), "tenant": "globex"}))["details"][0]["field"] == "tenant"
+    r = submit(client, {"spec": make_spec()}, HTTP_X_TENANT="globex")
     assert r.status_code == 201 and r.json()["tenant"] == "acme"
+    assert Job.objects.filter(tenant=globex.tenant).count() == 1
 
 
 @pytest.mark.django_db(transaction=True)  # consumers read the database from their own threads

@@ -274,6 +274,41 @@ async def test_job_stream_refusals(make_actor: Any) -> None:
     assert not refused
 
 
+async def close_of(path: str, headers: list[tuple[bytes, bytes]]) -> tuple[int, str]:
+    """(the close code, its reason) of a socket refused after it was accepted."""
+    ws = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await ws.connect(timeout=5)
+    assert connected
+    message = await ws.receive_output(timeout=5)
+    await ws.disconnect()
+    assert message["type"] == "websocket.close", message
+    return int(message["code"]), str(message.get("reason", ""))
+
+
+@pytest.mark.asyncio
+async def test_a_bad_query_parameter_closes_4400_naming_it(make_actor: Any) -> None:
+    acme = await sync_to_async(make_actor)("acme")
+    job = await submit(acme)
+    for query, reason in [
+        ("after=-5", "after: must be an integer >= 0, got '-5'"),
+        ("after=x", "after: must be an integer >= 0, got 'x'"),
+        ("replay=status,lgo", "replay: must be event kinds among status, metrics, log, samples; got 'lgo'"),
+        ("aftr=3", "aftr: unknown query parameter; did you mean 'after'?"),
+    ]:
+        assert await close_of(f"/ws/v1/jobs/{job}?{query}", bearer(acme.token)) == (4400, reason), query
+    for query, reason in [
+        ("after=not-a-cursor", "after: is not a cursor this stream gave out"),
+        ("tenant=acme&cursor=x", "cursor: unknown query parameter; known query parameters: after, tenant"),
+    ]:
+        assert await close_of(f"/ws/v1/tenant?{query}", bearer(acme.token)) == (4400, reason), query
+    # The dashboard's legacy path stays lenient: a bad seq replays from the start.
+    ws = WebsocketCommunicator(application, f"/ws/jobs/{job}/?after=-5", headers=bearer(acme.token))
+    assert (await ws.connect(timeout=5))[0]
+    await log_lines(job, 1)
+    assert [e["seq"] for e in (await collect(ws, 2))[0]] == [1, 2]
+    await ws.disconnect()
+
+
 @pytest.mark.asyncio
 async def test_legacy_path_keeps_one_frame_per_event(make_actor: Any) -> None:
     acme = await sync_to_async(make_actor)("acme")

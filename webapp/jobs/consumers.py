@@ -8,7 +8,8 @@
 
 v1 frames: ``{"type": "events", "events": [...], "cursor": ...}`` (each event with its
 ``job_id``; the first frame may have none), ``{"type": "resync", "cursor": ...}`` and, tenant
-stream only, ``{"type": "reset", "cursor": ...}``. Close codes: 4400 malformed ``after``, 4401
+stream only, ``{"type": "reset", "cursor": ...}``. Close codes: 4400 a query parameter it does
+not take or cannot read (the close reason names it), 4401
 not authenticated, 4403 not allowed on this tenant, 4404 no such job for this caller, 4429 the
 client sent too much or its user already holds ``WS_MAX_SOCKETS_PER_USER`` streams on this
 server process, 1011 server error (reconnect with the last cursor).
@@ -43,7 +44,8 @@ from django.db.models import Q
 
 from tenants.models import ApiToken, Membership
 from tenants.selectors import tenant_for_user
-from webapp.jobs.models import Job, JobEvent
+from webapp.api_inputs import unknown_query_param
+from webapp.jobs.models import EventKind, Job, JobEvent
 from webapp.jobs.realtime import Delivered, Hole, job_group, tenant_group, wire_event
 from webapp.jobs.services import event_payload
 
@@ -60,7 +62,7 @@ PAGE = 500  # stored events read per query
 AUDIT_S = 10.0  # how often a stream looks for stored events that never came live
 FLOOD_PER_S = 50  # client messages per second tolerated (they are ignored anyway)
 
-CLOSE_BAD_CURSOR = 4400
+CLOSE_BAD_QUERY = 4400
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
@@ -205,9 +207,19 @@ _open_streams: Counter[int] = Counter()
 """Event streams open on this server process, per user (``WS_MAX_SOCKETS_PER_USER``)."""
 
 
+class BadQuery(Exception):
+    """A query parameter a stream does not take or cannot read: closed 4400, naming it."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+
+
 class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
     """Authentication, the live buffer, batching, backpressure and the flood guard; subclasses
     say which events, how to replay them and how frames look."""
+
+    query_params: tuple[str, ...] | None = ()
+    """The query parameters a stream takes; any other closes it (None: any, read leniently)."""
 
     async def connect(self) -> None:
         self.group: str | None = None
@@ -232,7 +244,14 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         _open_streams[user.pk] += 1
         self.counted_user = user.pk
         query = {k: v[0] for k, v in parse_qs(self.scope.get("query_string", b"").decode()).items()}
-        refused = await self.open_stream(user, self.scope.get("api_token"), query)
+        try:
+            unknown = [n for n in query if n not in self.query_params] if self.query_params is not None else []
+            if unknown:
+                raise BadQuery(unknown[0], unknown_query_param(unknown[0], self.query_params or ()))
+            refused = await self.open_stream(user, self.scope.get("api_token"), query)
+        except BadQuery as exc:
+            await self._close(CLOSE_BAD_QUERY, reason=str(exc))
+            return
         if refused:
             await self._close(refused)
             return
@@ -312,10 +331,11 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
             self.flush_now.set()
         self.wake.set()
 
-    async def _close(self, code: int) -> None:
+    async def _close(self, code: int, reason: str | None = None) -> None:
         self.closing = True
         await self._stop()
-        await self.close(code=code)
+        # A close frame's reason holds at most 123 bytes.
+        await self.close(code=code, reason=reason and reason.encode()[:123].decode(errors="ignore"))
 
     async def _send_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -415,17 +435,17 @@ class _EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
 class JobStreamConsumer(_EventStream):
     """One job's events; the cursor is the job's last seq sent."""
 
-    lenient_after = False
+    query_params = ("after", "replay")
 
     async def open_stream(self, user: Any, token: ApiToken | None, query: dict[str, str]) -> int | None:
         job = await _authorized_job(user, token, self.scope["url_route"]["kwargs"]["job_id"])
         if job is None:
             return CLOSE_NOT_FOUND
-        try:
-            after = max(0, int(query.get("after", "0")))
-        except ValueError:
-            if not self.lenient_after:
-                return CLOSE_BAD_CURSOR
+        raw = query.get("after", "0")
+        after = int(raw) if raw.isdecimal() else -1
+        if after < 0:
+            if self.query_params is not None:
+                raise BadQuery("after", f"must be an integer >= 0, got {raw!r}")
             after = 0
         self.job_id = str(job.pk)
         self.group = job_group(job.pk)
@@ -434,6 +454,10 @@ class JobStreamConsumer(_EventStream):
         # downsampled over REST need not receive every stored metrics event); live, all kinds.
         kinds = query.get("replay")
         self.replay_kinds = set(kinds.split(",")) if kinds else None
+        unknown = sorted(self.replay_kinds - set(EventKind.values)) if self.replay_kinds else []
+        if unknown and self.query_params is not None:
+            kinds_known = ", ".join(EventKind.values)
+            raise BadQuery("replay", f"must be event kinds among {kinds_known}; got {','.join(unknown)!r}")
         return None
 
     async def replay(self) -> bool:
@@ -473,7 +497,7 @@ class JobStreamConsumer(_EventStream):
 class LegacyJobStreamConsumer(JobStreamConsumer):
     """``/ws/jobs/<id>/``: the frame shape the dashboard parses (frontend/src/live/eventLog.ts)."""
 
-    lenient_after = True
+    query_params = None  # as the dashboard always sent them: a bad ``after`` replays from the start
 
     async def send_frame(self, events: list[dict[str, Any]], encoded: list[str]) -> None:
         for event in events:
@@ -488,6 +512,8 @@ class TenantStreamConsumer(_EventStream):
     """Every event of every job of one tenant. The cursor is ``Delivered.encode()``: opaque to
     clients, who send back the last one they got."""
 
+    query_params = ("after", "tenant")
+
     async def open_stream(self, user: Any, token: ApiToken | None, query: dict[str, str]) -> int | None:
         tenant_id = await _authorized_tenant(user, token, query.get("tenant"))
         if tenant_id is None:
@@ -497,7 +523,7 @@ class TenantStreamConsumer(_EventStream):
             try:
                 self.delivered = Delivered.decode(query["after"])
             except ValueError:
-                return CLOSE_BAD_CURSOR
+                raise BadQuery("after", "is not a cursor this stream gave out") from None
         self.tenant_id = tenant_id
         self.group = tenant_group(tenant_id)
         self.mark: int | None = None  # latest event id at the previous audit

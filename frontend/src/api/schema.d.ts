@@ -1017,7 +1017,14 @@ export type $defs = Record<string, never>;
 export interface operations {
     admin_audit_list: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description A next or previous link's cursor. */
+                cursor?: string;
+                /** @description Entries a page (default 50, at most 200). */
+                page_size?: number;
+                /** @description Only this tenant's entries (its slug). */
+                tenant?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1304,7 +1311,12 @@ export interface operations {
     };
     admin_usage_retrieve: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description From this day (default: this month's 1st). */
+                since?: string;
+                /** @description Up to this day, excluded (default: a day on). */
+                until?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1612,8 +1624,14 @@ export interface operations {
             query?: {
                 /** @description The pagination cursor value. */
                 cursor?: string;
+                /** @description Only jobs whose name contains this. */
+                name?: string;
                 /** @description Number of results to return per page. */
                 page_size?: number;
+                /** @description Comma-separated statuses, e.g. queued,running. */
+                status?: string;
+                /** @description Only jobs with this tag. */
+                tag?: string;
             };
             header?: never;
             path?: never;

@@ -6,11 +6,12 @@ from typing import Any
 
 from rest_framework import serializers
 
+from webapp.api_inputs import KnownFieldsOnly
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_ref
 
 
-class DatasetCreateInput(serializers.Serializer):
+class DatasetCreateInput(KnownFieldsOnly, serializers.Serializer):
     """JSON upload; a multipart upload sends ``file`` (and optionally ``name``) instead."""
 
     name = serializers.CharField(max_length=200, trim_whitespace=False)
@@ -48,12 +49,12 @@ class DatasetDetailOutput(DatasetOutput):
         return list(self.context.get("preview", []))
 
 
-class DryRunRowInput(serializers.Serializer):
+class DryRunRowInput(KnownFieldsOnly, serializers.Serializer):
     prompt = serializers.CharField(trim_whitespace=False)
     answer = serializers.CharField()
 
 
-class GraderDryRunInput(serializers.Serializer):
+class GraderDryRunInput(KnownFieldsOnly, serializers.Serializer):
     grader = serializers.CharField(max_length=40)
     dataset = serializers.CharField(max_length=200, required=False)
     rows = DryRunRowInput(many=True, required=False, max_length=20)

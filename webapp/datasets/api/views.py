@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from webapp.api_inputs import KnownQueryOnly, unknown_name
 from webapp.api_parsers import StrictJSONParser
 from webapp.api_schema import results_of
 from webapp.datasets import selectors, services
@@ -29,6 +30,7 @@ from webapp.tenancy import TenantScoped, resolve_tenant
 
 UPLOAD_OVERHEAD_BYTES = 1024 * 1024
 """Room for a request's envelope (JSON escaping, multipart headers) beyond the file itself."""
+MULTIPART_FIELDS = ("file", "name")
 
 
 def _dataset_or_404(request: Request, name: str) -> Dataset:
@@ -39,7 +41,7 @@ def _dataset_or_404(request: Request, name: str) -> Dataset:
     return dataset
 
 
-class DatasetListView(APIView):
+class DatasetListView(KnownQueryOnly, APIView):
     """The tenant's datasets; POST uploads one (every row checked; 400 lists bad lines)."""
 
     permission_classes = [TenantScoped]
@@ -61,6 +63,9 @@ class DatasetListView(APIView):
         tenant, _, _ = resolve_tenant(request)
         upload = request.FILES.get("file") if request.content_type.startswith("multipart/") else None
         if upload is not None:
+            extra = [k for k in request.data if k not in MULTIPART_FIELDS]
+            if extra:
+                raise ValidationError({k: [unknown_name(k, MULTIPART_FIELDS)] for k in extra})
             name = str(request.data.get("name") or services.name_from_filename(upload.name or ""))
             content = services.read_limited(upload.chunks())
         else:
@@ -75,7 +80,7 @@ class DatasetListView(APIView):
         return Response(DatasetOutput(dataset).data, status=status.HTTP_201_CREATED)
 
 
-class DatasetDetailView(APIView):
+class DatasetDetailView(KnownQueryOnly, APIView):
     permission_classes = [TenantScoped]
 
     @extend_schema(responses=DatasetDetailOutput)
@@ -93,7 +98,7 @@ class DatasetDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class GraderDryRunView(APIView):
+class GraderDryRunView(KnownQueryOnly, APIView):
     """Grade a few rows (a stored dataset's first ones, or rows sent inline) as training would."""
 
     permission_classes = [TenantScoped]

@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from tenants.models import ApiToken, Quota, Scope
 from tenants.services import api_key_issue, api_token_revoke, quota_as_dict
 from webapp import engine_gateway
+from webapp.api_inputs import KnownFieldsOnly, KnownQueryOnly
 from webapp.api_schema import results_of
 from webapp.jobs.admission import holding_jobs
 from webapp.jobs.api.serializers import ClusterTimelineOutput
@@ -28,7 +29,7 @@ from webapp.jobs.usage import month_gpu_hours, month_start, usage_summary
 from webapp.tenancy import TenantMember, TenantScoped, credential_name, resolve_tenant
 
 
-class QuotaView(APIView):
+class QuotaView(KnownQueryOnly, APIView):
     permission_classes = [TenantScoped]
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
@@ -91,7 +92,7 @@ def parse_day(request: Request, name: str, default: datetime) -> datetime:
         raise ValidationError({name: [f"must be a date like 2026-11-01, got {raw!r}"]}) from None
 
 
-class UsageView(APIView):
+class UsageView(KnownQueryOnly, APIView):
     permission_classes = [TenantScoped]
 
     @extend_schema(
@@ -135,7 +136,7 @@ class ApiKeyOutput(serializers.ModelSerializer):
         return token.is_active()
 
 
-class ApiKeyCreateInput(serializers.Serializer):
+class ApiKeyCreateInput(KnownFieldsOnly, serializers.Serializer):
     name = serializers.CharField(max_length=100)
     scopes = serializers.ListField(
         child=serializers.ChoiceField(choices=[s.value for s in Scope]), min_length=1, max_length=3
@@ -149,7 +150,7 @@ def _may_manage_all(scopes: list[str]) -> bool:
     return Scope.ADMIN.value in scopes
 
 
-class ApiKeyListView(APIView):
+class ApiKeyListView(KnownQueryOnly, APIView):
     """Keys of this tenant: owners see every key, others their own. A new key's secret is in
     the create response only."""
 
@@ -185,7 +186,7 @@ class ApiKeyListView(APIView):
         )
 
 
-class ApiKeyDetailView(APIView):
+class ApiKeyDetailView(KnownQueryOnly, APIView):
     permission_classes = [TenantScoped]
 
     @extend_schema(responses={204: None})
@@ -201,7 +202,7 @@ class ApiKeyDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ClusterTimelineView(APIView):
+class ClusterTimelineView(KnownQueryOnly, APIView):
     """The shared cluster's recent sub-stages, for the cluster page: the caller's own jobs by
     id and name; other tenants' work is shown (the cluster is shared) but not named."""
 

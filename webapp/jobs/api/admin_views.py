@@ -11,10 +11,9 @@ from django.contrib.auth import get_user_model
 from django.db.models import Sum
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers
-from rest_framework.exceptions import NotFound
-from rest_framework.pagination import CursorPagination
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -22,6 +21,7 @@ from rest_framework.views import APIView
 from tenants.models import ApiToken, AuditLog, BudgetAction, Role, Tenant
 from tenants.services import membership_add, membership_remove, quota_update, tenant_create
 from webapp import engine_gateway
+from webapp.api_inputs import KnownFieldsOnly, KnownQueryOnly, StrictCursorPagination
 from webapp.api_schema import results_of
 from webapp.jobs.admission import capacity_summary, queue_summary
 from webapp.jobs.api.account_views import parse_day, quota_reports, tenant_quota_report
@@ -41,7 +41,7 @@ class IsClusterAdmin(permissions.BasePermission):
         return token is None or "admin" in token.scopes
 
 
-class QuotaInput(serializers.Serializer):
+class QuotaInput(KnownFieldsOnly, serializers.Serializer):
     guaranteed_gpus = serializers.DictField(
         child=serializers.IntegerField(min_value=0, max_value=100_000), required=False
     )
@@ -54,18 +54,6 @@ class QuotaInput(serializers.Serializer):
     priority_limit = serializers.FloatField(min_value=0.01, max_value=100.0, required=False)
     fair_share_weight = serializers.FloatField(min_value=0.01, max_value=1000.0, required=False)
 
-    def to_internal_value(self, data: Any) -> Any:
-        unknown = sorted(set(data) - set(self.fields)) if isinstance(data, dict) else []
-        try:
-            value = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            errors = dict(exc.detail) if isinstance(exc.detail, dict) else {}
-            errors.update({name: ["not a quota field"] for name in unknown})
-            raise serializers.ValidationError(errors) from None
-        if unknown:
-            raise serializers.ValidationError({name: ["not a quota field"] for name in unknown})
-        return value
-
     def validate_guaranteed_gpus(self, value: dict[str, int]) -> dict[str, int]:
         device_type, capacity = engine_gateway.cluster_capacity()
         too_many = {k: v for k, v in value.items() if k == device_type and v > capacity}
@@ -76,7 +64,7 @@ class QuotaInput(serializers.Serializer):
         return value
 
 
-class TenantCreateInput(serializers.Serializer):
+class TenantCreateInput(KnownFieldsOnly, serializers.Serializer):
     slug = serializers.SlugField(max_length=63)
     name = serializers.CharField(max_length=200)
     quota = QuotaInput(required=False)
@@ -87,7 +75,7 @@ class TenantCreateInput(serializers.Serializer):
         return value
 
 
-class AdminTenantsView(APIView):
+class AdminTenantsView(KnownQueryOnly, APIView):
     permission_classes = [IsClusterAdmin]
 
     @extend_schema(request=TenantCreateInput, responses={201: OpenApiTypes.OBJECT})
@@ -107,7 +95,7 @@ class AdminTenantsView(APIView):
         return Response({"results": [{"name": t.name, **r} for t, r in zip(tenants, reports, strict=True)]})
 
 
-class AdminQuotaView(APIView):
+class AdminQuotaView(KnownQueryOnly, APIView):
     permission_classes = [IsClusterAdmin]
 
     def _tenant(self, slug: str) -> Tenant:
@@ -130,11 +118,11 @@ class AdminQuotaView(APIView):
         return Response(tenant_quota_report(tenant))
 
 
-class MemberInput(serializers.Serializer):
+class MemberInput(KnownFieldsOnly, serializers.Serializer):
     role = serializers.ChoiceField(choices=Role.values)
 
 
-class AdminMemberView(APIView):
+class AdminMemberView(KnownQueryOnly, APIView):
     """Put a user in a tenant with a role, or take them out (their tokens for it are revoked)."""
 
     permission_classes = [IsClusterAdmin]
@@ -162,14 +150,22 @@ class AdminMemberView(APIView):
         return Response(status=204)
 
 
-class AdminUsageView(APIView):
+class AdminUsageView(KnownQueryOnly, APIView):
     permission_classes = [IsClusterAdmin]
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("since", OpenApiTypes.DATE, description="From this day (default: this month's 1st)."),
+            OpenApiParameter("until", OpenApiTypes.DATE, description="Up to this day, excluded (default: a day on)."),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
     def get(self, request: Request) -> Response:
         now = timezone.now()
         since = parse_day(request, "since", month_start(now))
         until = parse_day(request, "until", now + timedelta(days=1))
+        if until <= since:
+            raise ValidationError({"until": ["must be after since"]})
         rows = (
             UsageRecord.objects.filter(created_at__gte=since, created_at__lt=until)
             .values("tenant__slug", "device_type")
@@ -182,7 +178,7 @@ class AdminUsageView(APIView):
         return Response({"since": since.isoformat(), "until": until.isoformat(), "gpu_hours_by_tenant": by_tenant})
 
 
-class AdminQueueView(APIView):
+class AdminQueueView(KnownQueryOnly, APIView):
     permission_classes = [IsClusterAdmin]
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
@@ -190,7 +186,7 @@ class AdminQueueView(APIView):
         return Response({"results": queue_summary()})
 
 
-class AdminClusterView(APIView):
+class AdminClusterView(KnownQueryOnly, APIView):
     permission_classes = [IsClusterAdmin]
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
@@ -211,22 +207,30 @@ class AuditOutput(serializers.ModelSerializer):
         fields = ["id", "created_at", "tenant", "actor", "action", "target", "data"]
 
 
-class AuditPagination(CursorPagination):
-    page_size = 50
+class AuditPagination(StrictCursorPagination):
     ordering = ("-created_at", "-id")
 
 
-class AdminAuditView(APIView):
+class AdminAuditView(KnownQueryOnly, APIView):
     permission_classes = [IsClusterAdmin]
 
     @extend_schema(
-        operation_id="admin_audit_list", responses=results_of("AuditPage", AuditOutput(many=True), paged=True)
+        operation_id="admin_audit_list",
+        parameters=[
+            OpenApiParameter("tenant", OpenApiTypes.STR, description="Only this tenant's entries (its slug)."),
+            OpenApiParameter("cursor", OpenApiTypes.STR, description="A next or previous link's cursor."),
+            OpenApiParameter("page_size", OpenApiTypes.INT, description="Entries a page (default 50, at most 200)."),
+        ],
+        responses=results_of("AuditPage", AuditOutput(many=True), paged=True),
     )
     def get(self, request: Request) -> Response:
         rows = AuditLog.objects.select_related("tenant", "actor")
-        tenant = request.query_params.get("tenant")
-        if tenant:
-            rows = rows.filter(tenant__slug=tenant)
+        slug = request.query_params.get("tenant")
+        if slug:
+            tenant = Tenant.objects.filter(slug=slug).first()
+            if tenant is None:  # a misspelt slug would otherwise look like a tenant with no history
+                raise ValidationError({"tenant": [f"no tenant {slug!r}"]})
+            rows = rows.filter(tenant=tenant)
         paginator = AuditPagination()
         page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response(AuditOutput(page, many=True).data)

@@ -8,11 +8,13 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from webapp import engine_gateway
+from webapp.api_inputs import KnownFieldsOnly
 from webapp.jobs.models import FailureClass, Job, JobEvent, JobStatus
 from webapp.jobs.selectors import queue_position
 
 
-class JobCreateInput(serializers.Serializer):
+class JobCreateInput(KnownFieldsOnly, serializers.Serializer):
     name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     spec = serializers.JSONField(help_text="The pipeline spec (see GET /api/v1/presets for examples).")
 
@@ -21,8 +23,15 @@ class JobCreateInput(serializers.Serializer):
             raise serializers.ValidationError("must be a JSON object")
         return value
 
+    def unknown_field(self, name: str) -> str:
+        # A spec field sent beside the spec (priority, resources, ...): say where it goes.
+        problems = engine_gateway.validate_spec({name: None})
+        if not any(p.field == name and p.message.startswith("unknown field") for p in problems):
+            return f"unknown field; did you mean {'spec.' + name!r}?"
+        return super().unknown_field(name)
 
-class JobPatchInput(serializers.Serializer):
+
+class JobPatchInput(KnownFieldsOnly, serializers.Serializer):
     name = serializers.CharField(max_length=120, required=False)
     tags = serializers.ListField(
         child=serializers.CharField(max_length=40), max_length=20, required=False, help_text="Up to 20 labels."
@@ -30,7 +39,7 @@ class JobPatchInput(serializers.Serializer):
     priority = serializers.FloatField(min_value=0.01, max_value=100.0, required=False)
 
 
-class JobCloneInput(serializers.Serializer):
+class JobCloneInput(KnownFieldsOnly, serializers.Serializer):
     name = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     checkpoint_step = serializers.IntegerField(
         min_value=0, required=False, help_text="Start after this checkpoint (default: the latest; 0: from scratch)."

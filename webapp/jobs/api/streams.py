@@ -23,6 +23,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from webapp.api_inputs import KnownQueryOnly, int_param
 from webapp.jobs import selectors
 from webapp.jobs.models import TERMINAL_STATUSES, Job, JobEvent
 from webapp.jobs.services import event_payload
@@ -77,7 +78,7 @@ async def _event_frames(job_id: Any, after: int, *, max_s: float = MAX_STREAM_S)
         await asyncio.sleep(POLL_S)
 
 
-class JobEventStreamView(APIView):
+class JobEventStreamView(KnownQueryOnly, APIView):
     permission_classes = [TenantScoped]
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
@@ -93,11 +94,12 @@ class JobEventStreamView(APIView):
         job = selectors.job_get_for_tenant(tenant=tenant, job_id=pk)
         if job is None:
             raise NotFound()
-        raw = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
-        try:
-            after = max(0, int(raw))
-        except ValueError:
-            raise ValidationError({"Last-Event-ID": [f"must be an integer event seq, got {raw!r}"]}) from None
+        after = int_param(request, "after", 0, minimum=0)  # each source is checked, and named, apart
+        header = request.headers.get("Last-Event-ID")
+        if header:  # EventSource sends none before its first event
+            if not header.isdecimal():
+                raise ValidationError({"Last-Event-ID": [f"must be an integer event seq >= 0, got {header!r}"]})
+            after = int(header)
         response = StreamingHttpResponse(_event_frames(job.pk, after), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # nginx: do not buffer the stream

@@ -10,7 +10,6 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.pagination import CursorPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -20,6 +19,7 @@ from rest_framework.views import APIView
 from tenants.selectors import tenants_for_user
 from webapp import engine_gateway
 from webapp.api_errors import error_body
+from webapp.api_inputs import KnownQueryOnly, StrictCursorPagination, int_param, refuse_body
 from webapp.api_schema import results_of
 from webapp.jobs import idempotency, selectors, services
 from webapp.jobs.api.renderers import CSVRenderer, metrics_csv
@@ -42,17 +42,14 @@ from webapp.tenancy import TenantScoped, resolve_tenant
 from webapp.throttling import JobCreateRateThrottle
 
 
-class JobCursorPagination(CursorPagination):
-    page_size = 50
-    max_page_size = 200
-    page_size_query_param = "page_size"
+class JobCursorPagination(StrictCursorPagination):
     ordering = ("-created_at", "-id")
 
 
 MAX_POINTS_LIMIT = 10_000
 
 
-class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
+class JobViewSet(KnownQueryOnly, mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
     """Jobs of the caller's tenant; another tenant's job id answers 404."""
 
     serializer_class = JobOutput
@@ -90,6 +87,13 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
             raise NotFound()
         return job
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", OpenApiTypes.STR, description="Comma-separated statuses, e.g. queued,running."),
+            OpenApiParameter("tag", OpenApiTypes.STR, description="Only jobs with this tag."),
+            OpenApiParameter("name", OpenApiTypes.STR, description="Only jobs whose name contains this."),
+        ]
+    )
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         assert page is not None  # always paginated
@@ -150,12 +154,14 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
     @extend_schema(request=None, responses=JobOutput)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
+        refuse_body(request)
         job = services.job_cancel(job=self.get_object())
         return Response(JobOutput(job).data)
 
     @extend_schema(request=None, responses=JobOutput)
     @action(detail=True, methods=["post"])
     def pause(self, request: Request, pk: str | None = None) -> Response:
+        refuse_body(request)
         job = self.get_object()
         services.job_pause(job=job)
         job.refresh_from_db()
@@ -164,6 +170,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
     @extend_schema(request=None, responses=JobOutput)
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str | None = None) -> Response:
+        refuse_body(request)
         job = services.job_resume(job=self.get_object())
         return Response(JobOutput(job).data)
 
@@ -189,7 +196,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
     @action(detail=True, methods=["get"])
     def logs(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
-        lines = selectors.job_logs_after(job=job, after=_int_param(request, "after", 0, minimum=0))
+        lines = selectors.job_logs_after(job=job, after=int_param(request, "after", 0, minimum=0))
         return Response({"results": lines, "next_after": lines[-1]["seq"] if lines else None})
 
     @extend_schema(
@@ -199,7 +206,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
     @action(detail=True, methods=["get"])
     def samples(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
-        step = _int_param(request, "step", 0, minimum=1) if "step" in request.query_params else None
+        step = int_param(request, "step", 0, minimum=1) if "step" in request.query_params else None
         return Response({"results": selectors.job_samples(job=job, step=step)})
 
     @extend_schema(responses=CheckpointOutput(many=True))
@@ -215,7 +222,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
     @action(detail=True, methods=["get"])
     def events(self, request: Request, pk: str | None = None) -> Response:
         job = self.get_object()
-        events = selectors.job_events_after(job=job, after=_int_param(request, "after", 0, minimum=0))
+        events = selectors.job_events_after(job=job, after=int_param(request, "after", 0, minimum=0))
         return Response({"results": JobEventOutput(events, many=True).data})
 
     @extend_schema(
@@ -231,7 +238,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
         job = self.get_object()
         max_points = None
         if "max_points" in request.query_params:
-            max_points = _int_param(request, "max_points", 0, minimum=3, maximum=MAX_POINTS_LIMIT)
+            max_points = int_param(request, "max_points", 0, minimum=3, maximum=MAX_POINTS_LIMIT)
         names = [n for n in request.query_params.get("names", "").split(",") if n] or None
         series = selectors.job_metric_series(job=job, names=names, max_points=max_points)
         if request.accepted_renderer.format == "csv":
@@ -243,21 +250,7 @@ class JobViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Job]):
         return Response({"series": series})
 
 
-def _int_param(request: Request, name: str, default: int, *, minimum: int, maximum: int | None = None) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: [f"must be an integer, got {raw!r}"]}) from None
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise ValidationError({name: [f"must be {bound}, got {value}"]})
-    return value
-
-
-class MeView(APIView):
+class MeView(KnownQueryOnly, APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(responses=MeOutput)
@@ -270,7 +263,7 @@ class MeView(APIView):
         )
 
 
-class PresetsView(APIView):
+class PresetsView(KnownQueryOnly, APIView):
     permission_classes = [IsAuthenticated]
 
     @extend_schema(operation_id="presets_list", responses=results_of("PresetList", PresetOutput(many=True)))
