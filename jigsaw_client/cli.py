@@ -168,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         client = JigsawClient(args.url or os.environ.get("JIGSAW_URL") or DEFAULT_URL, token)
     except ValueError as exc:
-        print(f"error: --url: {exc}", file=sys.stderr)
+        source = "--url" if args.url or not os.environ.get("JIGSAW_URL") else "JIGSAW_URL"
+        print(f"error: {source}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     with client:
         try:

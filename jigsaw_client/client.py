@@ -36,6 +36,19 @@ _MAX_WAIT_S = 30.0
 log = logging.getLogger(__name__)
 
 
+def _check_url(url: str) -> None:
+    """A ValueError saying what is wrong with a server URL, before any request is tried."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"server URL must start with http:// or https://, got {url!r}")
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # reading the port checks it is a number in range
+    except ValueError as exc:
+        raise ValueError(f"not a valid server URL ({exc}), got {url!r}") from None
+    if not host:
+        raise ValueError(f"server URL has no host, got {url!r}")
+
+
 class JigsawClient:
     def __init__(
         self,
@@ -48,8 +61,7 @@ class JigsawClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"server URL must start with http:// or https://, got {base_url!r}")
+        _check_url(base_url)
         self.base_url = base_url.rstrip("/")
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if token:

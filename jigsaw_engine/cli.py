@@ -1,6 +1,6 @@
 """``jigsaw``: validate specs and simulate workloads from the command line.
 
-    jigsaw validate job.yaml
+    jigsaw validate job.yaml                      # a pipeline spec, or a workload file
     jigsaw simulate --mix M0 --policies verl,verl-dedicated,verl-serial --json out.json
     jigsaw simulate --workload mix.yaml --steps 20 --seed 0 --timeline out.png
     jigsaw bench --out report/ --random 50
@@ -9,6 +9,9 @@
 ``run`` trains tiny pipelines for real on an embedded Ray (or ``RAY_ADDRESS``'s cluster).
 The simulation runs the production controller and schedulers on a virtual clock; with
 ``--deterministic`` (no wall-clock decision latencies) the same inputs give byte-identical JSON.
+
+Exit status: 0 done, 1 a run that failed, 2 bad input (an argument, a file, a spec), which is
+named with its field path and never shown as a traceback.
 """
 
 from __future__ import annotations
@@ -22,18 +25,59 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from jigsaw_engine.bench.report import write_report
 from jigsaw_engine.bench.simulate import AVAILABLE, PolicyRun, simulate_workload
-from jigsaw_engine.bench.suite import TIMELINE_MIX, SuiteConfig, run_suite
+from jigsaw_engine.bench.suite import SUITE_MIXES, TIMELINE_MIX, SuiteConfig, run_suite
 from jigsaw_engine.bench.timeline_plot import write_timeline_png
-from jigsaw_engine.errors import SpecError
+from jigsaw_engine.errors import JigsawError, PolicyError, SpecError
+from jigsaw_engine.sim.traces import TraceError
 from jigsaw_engine.spec.mixes import MIXES, build_mix
-from jigsaw_engine.spec.pipeline import parse_pipeline_spec
-from jigsaw_engine.spec.workload_file import load_workload_file
+from jigsaw_engine.spec.workload_file import (
+    FILE_FIELD,
+    WorkloadFile,
+    check_document,
+    load_workload_file,
+    read_document,
+)
 
 SUITE_CONFIG = SuiteConfig()
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input the user can fix: printed as ``error: <message>``, exit status 2."""
+
+
+def spec_error_text(source: str, exc: SpecError) -> str:
+    """Every problem of ``source`` (a file): the file's own in a line, the fields' under a
+    count, one ``path: message`` a line."""
+    lines = [f"{source}: {e.message}" for e in exc.errors if e.field == FILE_FIELD]
+    fields = [e for e in exc.errors if e.field != FILE_FIELD]
+    if fields:
+        lines.append(f"{source}: {len(fields)} problem{'s' if len(fields) != 1 else ''}")
+        lines += [f"  {e}" for e in fields]
+    return "\n".join(lines)
+
+
+def load_workload_arg(path: Path) -> WorkloadFile:
+    """``--workload``'s file, parsed; every problem with it is a :class:`UsageError`."""
+    try:
+        return load_workload_file(path)
+    except SpecError as exc:
+        raise UsageError(spec_error_text(f"--workload {path}", exc)) from None
+
+
+def check_output_path(flag: str, path: Path) -> None:
+    """Refuse a file to write into a folder that is not there before any work is done."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: no folder {path.parent}; create it or write elsewhere")
+
+
+def at_least(flag: str, value: int | None, minimum: int) -> None:
+    if value is not None and value < minimum:
+        raise UsageError(f"{flag}: must be >= {minimum}, got {value}")
 
 
 def _print_table(result: dict[str, Any]) -> None:
@@ -67,25 +111,31 @@ class _ProgressBar:
         print(("\r" if self._tty else "") + line, end=end, file=sys.stderr, flush=True)
 
 
-def _policies_problem(policies: Sequence[str]) -> str | None:
-    """The ``--policies`` error to print, or None when every name is known."""
-    unknown = [p for p in policies if p not in AVAILABLE]
-    if unknown or not policies:
-        return f"--policies: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(AVAILABLE)}"
-    return None
+def known_names(flag: str, raw: str, available: Sequence[str]) -> tuple[str, ...]:
+    """A comma separated list of names, each one of ``available``."""
+    names = tuple(n for n in raw.split(",") if n)
+    unknown = [n for n in names if n not in available]
+    if unknown or not names:
+        raise UsageError(f"{flag}: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(available)}")
+    return names
 
 
 def _bench(args: argparse.Namespace) -> int:
-    policies = tuple(p for p in args.policies.split(",") if p)
-    if (problem := _policies_problem(policies)) is not None:
-        print(problem, file=sys.stderr)
-        return 2
-    for flag, value in (("--seeds", args.seeds), ("--steps", args.steps)):
-        if value < 1:
-            print(f"{flag}: must be >= 1, got {value}", file=sys.stderr)
-            return 2
+    policies = known_names("--policies", args.policies, AVAILABLE)
+    mixes: tuple[str, ...] = ()
+    if args.mixes or not (args.random or args.scale):  # only random mixes or the scaling run: none
+        mixes = known_names("--mixes", args.mixes, [label for label, _, _ in SUITE_MIXES])
+    at_least("--seeds", args.seeds, 1)
+    at_least("--steps", args.steps, 1)
+    at_least("--random", args.random, 0)
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out}: is a file; give a folder for the report")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {args.out}: cannot create it: {exc.strerror or exc}") from None
     config = SuiteConfig(
-        mixes=tuple(m for m in args.mixes.split(",") if m),
+        mixes=mixes,
         seeds=tuple(range(args.seeds)),
         steps=args.steps,
         policies=policies,
@@ -94,7 +144,6 @@ def _bench(args: argparse.Namespace) -> int:
     )
     started = time.monotonic()
     timelines: list[str] = []
-    args.out.mkdir(parents=True, exist_ok=True)
 
     def progress(message: str) -> None:
         print(f"[{time.monotonic() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
@@ -109,15 +158,11 @@ def _bench(args: argparse.Namespace) -> int:
         except RuntimeError as exc:  # no matplotlib: the report says so
             progress(str(exc))
 
-    try:
-        result = run_suite(config, progress, on_timeline=timeline)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    result = run_suite(config, progress, on_timeline=timeline)
     files = write_report(result, args.out, timelines)
     print((args.out / "summary.md").read_text())
     print(f"wrote {len(files)} files to {args.out} in {time.monotonic() - started:.0f} s")
-    return 0
+    return EXIT_OK
 
 
 def _timeline_path(base: Path, policy: str, count: int) -> Path:
@@ -127,15 +172,71 @@ def _timeline_path(base: Path, policy: str, count: int) -> Path:
 
 def _run_real(args: argparse.Namespace) -> int:
     """``jigsaw run``: imported lazily, so the planning commands never load torch or Ray."""
-    from jigsaw_engine.runtime.real_cli import run_command
-
+    try:
+        from jigsaw_engine.runtime.real_cli import run_command
+    except ModuleNotFoundError as exc:
+        raise UsageError(f"jigsaw run needs {exc.name}: pip install 'jigsawrl[rl,ray]'") from None
     return run_command(args)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        what = check_document(read_document(args.spec))
+    except SpecError as exc:
+        raise UsageError(spec_error_text(str(args.spec), exc)) from None
+    print(f"{args.spec}: ok ({what})")
+    return EXIT_OK
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    policies = list(known_names("--policies", args.policies, AVAILABLE))
+    at_least("--steps", args.steps, 1)
+    at_least("--seed", args.seed, 0)
+    for flag, path in (("--json", args.json), ("--timeline", args.timeline)):
+        if path is not None:
+            check_output_path(flag, path)
+    if args.mix:
+        try:
+            workload = build_mix(args.mix, variant=args.variant)
+        except SpecError as exc:  # an unknown variant: its field is the flag's name
+            raise UsageError("\n".join(f"--{e.field}: {e.message}" for e in exc.errors)) from None
+    else:
+        if args.variant is not None:
+            raise UsageError("--variant: only with --mix; a workload file says its own cluster")
+        workload = load_workload_arg(args.workload)
+    runs: dict[str, PolicyRun] = {}
+    result = simulate_workload(
+        workload,
+        policies,
+        steps=args.steps,
+        seed=args.seed,
+        timing=not args.deterministic,
+        progress=_ProgressBar(),
+        on_run=runs.__setitem__ if args.timeline else lambda name, run: None,
+    )
+    _print_table(result)
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    if args.timeline is not None:
+        for policy, figures in result["policies"].items():
+            run = runs[figures.get("chosen", policy)]
+            path = _timeline_path(args.timeline, policy, len(result["policies"]))
+            title = f"{policy}: {workload.cluster.num_devices} x {workload.cluster.device_type}"
+            write_timeline_png(run.controller.timeline, workload.cluster.num_devices, path, title=title,
+                               pipeline_names=run.names)  # fmt: skip
+            print(f"timeline: {path}")
+    return EXIT_OK
+
+
+COMMANDS = {"validate": _validate, "simulate": _simulate, "bench": _bench, "run": _run_real}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jigsaw", description="JigsawRL engine tools")
     sub = parser.add_subparsers(dest="command", required=True)
-    v = sub.add_parser("validate", help="check a pipeline spec (YAML or JSON) and list every problem")
+    v = sub.add_parser(
+        "validate", help="check a pipeline spec or a workload file (YAML or JSON) and list every problem"
+    )
     v.add_argument("spec", type=Path)
     s = sub.add_parser("simulate", help="simulate a workload on a virtual clock under several policies")
     source = s.add_mutually_exclusive_group(required=True)
@@ -184,52 +285,23 @@ def main(argv: list[str] | None = None) -> int:
         help="where warmed-up start policies are kept between runs",
     )
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return _run_real(args)
     try:
-        if args.command == "bench":
-            return _bench(args)
-        if args.command == "validate":
-            parse_pipeline_spec(yaml.safe_load(args.spec.read_text()))
-            print(f"{args.spec}: ok")
-            return 0
-        policies = [p for p in args.policies.split(",") if p]
-        if (problem := _policies_problem(policies)) is not None:
-            print(problem, file=sys.stderr)
-            return 2
-        if args.steps is not None and args.steps < 1:
-            print(f"--steps: must be >= 1, got {args.steps}", file=sys.stderr)
-            return 2
-        workload = build_mix(args.mix, variant=args.variant) if args.mix else load_workload_file(args.workload)
-        runs: dict[str, PolicyRun] = {}
-        result = simulate_workload(
-            workload,
-            policies,
-            steps=args.steps,
-            seed=args.seed,
-            timing=not args.deterministic,
-            progress=_ProgressBar(),
-            on_run=runs.__setitem__ if args.timeline else lambda name, run: None,
-        )
-    except SpecError as exc:
-        for error in exc.errors:
-            print(f"{error.field}: {error.message}", file=sys.stderr)
-        return 1
-    except (OSError, yaml.YAMLError) as exc:
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
-    _print_table(result)
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    if args.timeline is not None:
-        for policy, figures in result["policies"].items():
-            run = runs[figures.get("chosen", policy)]
-            path = _timeline_path(args.timeline, policy, len(result["policies"]))
-            title = f"{policy}: {workload.cluster.num_devices} x {workload.cluster.device_type}"
-            write_timeline_png(run.controller.timeline, workload.cluster.num_devices, path, title=title,
-                               pipeline_names=run.names)  # fmt: skip
-            print(f"timeline: {path}")
-    return 0
+        return EXIT_USAGE
+    except TraceError as exc:  # a trace that is missing or not in its documented shape
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except PolicyError as exc:
+        print(f"error: --policies: {exc}; leave it out for this workload", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # writing --json or --timeline: checked before the run, yet it can fail
+        print(f"error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except JigsawError as exc:  # a pipeline that failed in the simulator
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -36,6 +36,12 @@ class SpecError(JigsawError):
         super().__init__("; ".join(str(e) for e in self.errors) or "invalid spec")
 
 
+class PolicyError(JigsawError):
+    """A benchmark policy that cannot lay out the workload it is given."""
+
+    code = "policy_not_applicable"
+
+
 class UnknownPipelineError(JigsawError):
     code = "unknown_pipeline"
 

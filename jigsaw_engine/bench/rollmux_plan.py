@@ -16,6 +16,7 @@ from dataclasses import replace
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.errors import PolicyError
 from jigsaw_engine.sched.protocol import Scheduler
 from jigsaw_engine.sched.rollmux import CoExecutionGroup, RollMuxScheduler
 from jigsaw_engine.spec.cluster import ClusterSpec
@@ -110,7 +111,7 @@ def plan_rollmux(
         if feasible and (best is None or tokens / makespan > best[0]):
             best = (tokens / makespan, groups)
     if best is None:
-        raise ValueError("no RollMux layout fits: every grouping has a group too small to split into two pools")
+        raise PolicyError("rollmux: no layout fits; every grouping has a group too small to split into two pools")
     groups = best[1]
     planned: dict[str, PipelineSpec] = {}
     for group in groups:

@@ -16,11 +16,13 @@ from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.cost.lower_bound import LowerBound, lower_bound
+from jigsaw_engine.errors import JigsawError
 from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
 from jigsaw_engine.sched.jigsaw import JIGSAW_GRAPH, JigsawOptions, JigsawScheduler, jigsaw_resources
 from jigsaw_engine.sched.protocol import Scheduler
 from jigsaw_engine.sim.lengths import sample_step
+from jigsaw_engine.sim.traces import TraceError, load_trace_file
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import WorkloadFile
@@ -32,6 +34,16 @@ class _FinishedRun(Protocol):
     started_s: float | None
     ended_s: float | None
     steps_done: int
+    tokens: int
+
+
+def _finished_run(controller: ClusterController, pid: str, name: str) -> _FinishedRun:
+    """A pipeline's run that must have finished: one that did not is named, with its state."""
+    run = controller.finished_runs().get(pid)
+    if run is None:
+        state = controller.pipeline_states().get(pid, "gone")
+        raise JigsawError(f"pipeline {name!r} did not finish running alone ({state}); the log above says why")
+    return run
 
 
 def _as_is(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
@@ -70,7 +82,7 @@ def _alone_throughput(
     controller = ClusterController(cluster, cost, scheduler=make_scheduler(), graph_config=graph_config)
     controller.submit("search", replace(spec, total_steps=steps))
     makespan = controller.run_until_idle()
-    return controller.finished_runs()["search"].tokens / makespan
+    return _finished_run(controller, "search", spec.name).tokens / makespan
 
 
 def _best_pool_split(
@@ -195,9 +207,21 @@ def prepare(workload: WorkloadFile, *, steps: int | None, seed: int) -> dict[str
     specs: dict[str, PipelineSpec] = {}
     for i, raw in enumerate(workload.pipelines):
         spec = parse_pipeline_spec(raw)
+        _check_trace(spec)
         spec = replace(spec, seed=seed * 1000 + spec.seed, total_steps=steps or spec.total_steps)
         specs[f"p{i}"] = spec
     return specs
+
+
+def _check_trace(spec: PipelineSpec) -> None:
+    """Load a replayed trace before any run: a missing one stops the workload here, with the
+    pipeline named, rather than failing the pipeline inside each policy's run."""
+    if spec.workload.trace is None:
+        return
+    try:
+        load_trace_file(spec.workload.trace)
+    except TraceError as exc:
+        raise TraceError(f"pipeline {spec.name!r} (workload {spec.workload.name}): {exc}") from None
 
 
 def run_policy(policy: Policy, cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -> PolicyRun:
@@ -275,7 +299,7 @@ def alone_latencies(cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -> dic
     out: dict[str, float] = {}
     for pid, spec in specs.items():
         run = run_policy(Policy("alone", DedicatedScheduler), cluster, {pid: spec})
-        out[pid] = _step_period_s(run.controller.finished_runs()[pid])
+        out[pid] = _step_period_s(_finished_run(run.controller, pid, spec.name))
     return out
 
 

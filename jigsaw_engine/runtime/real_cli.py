@@ -16,14 +16,20 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from jigsaw_engine.cli import UsageError, at_least, check_output_path, known_names, load_workload_arg, spec_error_text
 from jigsaw_engine.errors import JigsawError, SpecError
 from jigsaw_engine.runtime.machine_speed import reference_seconds
 from jigsaw_engine.runtime.real_jobs import RealJobOptions
-from jigsaw_engine.runtime.real_run import REAL_POLICIES, ExecutorFactory, RealPolicy, run_real_workload
+from jigsaw_engine.runtime.real_run import (
+    REAL_POLICIES,
+    ExecutorFactory,
+    RealPolicy,
+    check_real_workload,
+    run_real_workload,
+)
 from jigsaw_engine.runtime.real_runtime import NodeExecutor, ThreadExecutor
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
-from jigsaw_engine.spec.workload_file import load_workload_file
 
 logger = logging.getLogger(__name__)
 
@@ -135,26 +141,16 @@ def _print_summary(result: dict[str, Any]) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    policies = [p for p in args.policies.split(",") if p]
-    unknown = [p for p in policies if p not in REAL_POLICIES]
-    if unknown or not policies:
-        print(
-            f"--policies: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(REAL_POLICIES)}",
-            file=sys.stderr,
-        )
-        return 2
-    if args.steps is not None and args.steps < 1:
-        print(f"--steps: must be >= 1, got {args.steps}", file=sys.stderr)
-        return 2
+    """``jigsaw run``; bad input raises :class:`UsageError` before Ray starts or any work is done."""
+    policies = known_names("--policies", args.policies, REAL_POLICIES)
+    at_least("--steps", args.steps, 1)
+    if args.json is not None:
+        check_output_path("--json", args.json)
+    workload = load_workload_arg(args.workload)
     try:
-        workload = load_workload_file(args.workload)
+        check_real_workload(workload, steps=args.steps)
     except SpecError as exc:
-        for error in exc.errors:
-            print(f"{error.field}: {error.message}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        raise UsageError(spec_error_text(f"--workload {args.workload}", exc)) from None
     use_ray = args.executor.startswith("ray")
     if use_ray:
         _start_ray()
@@ -183,10 +179,6 @@ def run_command(args: argparse.Namespace) -> int:
             progress=LiveProgress(),
             machine_speed=reference_seconds,
         )
-    except SpecError as exc:
-        for error in exc.errors:
-            print(f"{error.field}: {error.message}", file=sys.stderr)
-        return 1
     except (JigsawError, RuntimeError) as exc:  # a sub-stage failed, or a pipeline did not finish
         logger.error("real run failed", exc_info=True)
         print(f"error: {exc}", file=sys.stderr)

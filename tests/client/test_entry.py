@@ -17,7 +17,7 @@ def test_engine_commands_still_run(tmp_path: Path, capsys: pytest.CaptureFixture
     spec = tmp_path / "job.yaml"
     spec.write_text(yaml.safe_dump(make_spec()))
     assert entry.main(["validate", str(spec)]) == 0
-    assert capsys.readouterr().out.strip() == f"{spec}: ok"
+    assert capsys.readouterr().out.strip() == f"{spec}: ok (a pipeline spec)"
 
 
 def test_jobs_reaches_the_client(capsys: pytest.CaptureFixture[str]) -> None:
