@@ -1655,7 +1655,7 @@ def step_publish(args: dict[str, Any]) -> dict[str, Any]:
     is ingested alone; a publisher that fell behind (a loaded machine) ingests every event already
     due in one call, as the event pump stores all it pulled since its cursor."""
     from webapp import engine_gateway
-    from webapp.jobs.services import engine_events_ingest
+    from webapp.jobs.services.engine_events import engine_events_ingest
 
     job_ids: list[str] = args["job_ids"]
     engine_id = f"bench-{uuid.uuid4().hex[:8]}"

@@ -18,7 +18,7 @@ from tests.e2e.conftest import ARTIFACTS
 from tests.e2e.helpers import check_widths, off_loop
 from tests.e2e.test_dashboard import make_member, real_errors, sign_in
 from tests.engine.builders import make_spec
-from webapp.jobs import services
+from webapp.jobs import journal
 from webapp.jobs.models import Job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -63,7 +63,7 @@ def add_log_line(job_id: str, message: str) -> None:
     def append() -> None:
         with transaction.atomic():
             job = Job.objects.select_for_update().get(pk=job_id)
-            services._append_event(job, "log", {"level": "info", "message": message})
+            journal.append_event(job, "log", {"level": "info", "message": message})
 
     off_loop(append)
 

@@ -31,9 +31,9 @@ def datasets_dir(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture()
 def no_admission(monkeypatch: pytest.MonkeyPatch) -> None:
-    from webapp.jobs import services
+    from webapp.jobs import task_queue
 
-    monkeypatch.setattr(services, "_admit_soon", lambda: None)
+    monkeypatch.setattr(task_queue, "admission_pass_soon", lambda: None)
 
 
 def raw_post(client: Any, path: str, body: bytes | str, content_type: str = "application/json", **extra: Any) -> Any:

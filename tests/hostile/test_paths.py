@@ -152,9 +152,9 @@ def test_job_and_checkpoint_lookups_take_only_ids(make_actor: Any, path: str) ->
 
 
 def test_a_clone_names_a_checkpoint_by_its_step_number_only(make_actor: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from webapp.jobs import services
+    from webapp.jobs import task_queue
 
-    monkeypatch.setattr(services, "_admit_soon", lambda: None)
+    monkeypatch.setattr(task_queue, "admission_pass_soon", lambda: None)
     actor = make_actor("acme")
     client = client_for(actor.token)
     job_id = submit(client, {"spec": make_spec(trainer={"total_steps": 4, "save_freq": 2})}).json()["id"]

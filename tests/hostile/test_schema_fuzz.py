@@ -53,9 +53,9 @@ CHECKS = [
 
 @pytest.fixture()
 def fuzzing(make_actor: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    from webapp.jobs import services
+    from webapp.jobs import task_queue
 
-    monkeypatch.setattr(services, "_admit_soon", lambda: None)  # no queue to feed: nothing consumes it
+    monkeypatch.setattr(task_queue, "admission_pass_soon", lambda: None)  # no queue to feed: nothing consumes it
     with override_settings(DATASETS_DIR=str(tmp_path / "datasets")):
         yield populate(make_actor)
 

@@ -14,14 +14,15 @@ from django.test import Client
 
 from tests.engine.builders import make_spec
 from webapp.asgi import application
-from webapp.jobs import services
+from webapp.jobs import task_queue
+from webapp.jobs.services import lifecycle, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)  # consumers read the database from their own threads
 
 
 @pytest.fixture(autouse=True)
 def no_admission(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(services, "_admit_soon", lambda: None)
+    monkeypatch.setattr(task_queue, "admission_pass_soon", lambda: None)
 
 
 def bearer(token: str) -> list[tuple[bytes, bytes]]:
@@ -79,7 +80,7 @@ async def test_a_session_from_a_look_alike_origin_is_refused(make_actor: Any, or
 async def test_a_flooding_client_is_closed_and_its_neighbours_keep_streaming(make_actor: Any) -> None:
     actor = await sync_to_async(make_actor)("acme")
     job = await sync_to_async(
-        lambda: str(services.job_submit(tenant=actor.tenant, user=actor.user, name="f", spec=make_spec()).pk)
+        lambda: str(submit.job_submit(tenant=actor.tenant, user=actor.user, name="f", spec=make_spec()).pk)
     )()
     flooder = await opened(f"/ws/v1/jobs/{job}", bearer(actor.token))
     neighbour = await opened(f"/ws/v1/jobs/{job}", bearer(actor.token))
@@ -89,7 +90,7 @@ async def test_a_flooding_client_is_closed_and_its_neighbours_keep_streaming(mak
         await flooder.send_to(bytes_data=b"\x00" * 1024)
     assert await flooder.receive_output(timeout=3) == {"type": "websocket.close", "code": 4429}
 
-    await sync_to_async(services.job_transition)(job_id=job, to="cancelled", reason="after the flood")
+    await sync_to_async(lifecycle.job_transition)(job_id=job, to="cancelled", reason="after the flood")
     for ws in (neighbour, tenant_view):
         events = await next_events(ws)
         assert [(e["job_id"], e["data"].get("status")) for e in events] == [(job, "cancelled")]

@@ -18,8 +18,10 @@ from tenants.models import QUOTA_DECISIONS_LOCK_KEY, Quota
 from tests.engine.builders import make_spec
 from tests.web.admission_pass import pass_held_mid_decision
 from webapp import engine_gateway
-from webapp.jobs import admission, services
+from webapp.jobs import admission
 from webapp.jobs.models import Job, JobCheckpoint, JobStatus, TenantShare, UsageRecord
+from webapp.jobs.services import engine_events
+from webapp.jobs.services.submit import job_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,7 +37,7 @@ def quota(actor: Any, **fields: Any) -> None:
 
 def submit(actor: Any, gpus: int, priority: float = 1.0, name: str = "j") -> Job:
     spec = make_spec(name=name, resources={"num_gpus": gpus}, priority=priority)
-    return services.job_submit(tenant=actor.tenant, user=actor.user, name=name, spec=spec)
+    return job_submit(tenant=actor.tenant, user=actor.user, name=name, spec=spec)
 
 
 def reason(job: Job) -> str:
@@ -57,7 +59,7 @@ def engine_paused(job: Job, step: int = 2) -> None:
         sim_time_s=0.0,
         data={"status": "paused", "reason": f"paused after step {step}", "step": step},
     )
-    services.engine_events_ingest(engine_id="test-engine", events=[event], next_cursor=event.seq)
+    engine_events.engine_events_ingest(engine_id="test-engine", events=[event], next_cursor=event.seq)
 
 
 def test_borrowing_idle_capacity_then_reclaiming_it_after_a_checkpoint(make_actor) -> None:

@@ -13,8 +13,10 @@ from django.test.utils import CaptureQueriesContext
 from tenants.models import Quota
 from tests.engine.builders import make_spec
 from tests.web.admission_pass import pass_held_mid_decision
-from webapp.jobs import admission, services
+from webapp.jobs import admission
 from webapp.jobs.models import Job, JobEvent, JobStatus
+from webapp.jobs.services import lifecycle
+from webapp.jobs.services.submit import job_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,7 +28,7 @@ def eight_h100(settings: Any) -> None:
 
 def submit(actor: Any, gpus: int, name: str = "j") -> Job:
     spec = make_spec(name=name, resources={"num_gpus": gpus})
-    return services.job_submit(tenant=actor.tenant, user=actor.user, name=name, spec=spec)
+    return job_submit(tenant=actor.tenant, user=actor.user, name=name, spec=spec)
 
 
 def writes(queries: CaptureQueriesContext) -> list[str]:
@@ -136,7 +138,7 @@ def test_a_cancel_that_lands_during_a_pass_wins(make_actor, monkeypatch) -> None
     a = make_actor("acme")
     first, second = submit(a, 8, name="first"), submit(a, 8, name="second")
     with pass_held_mid_decision(monkeypatch) as outcome:
-        services.job_cancel(job=first)
+        lifecycle.job_cancel(job=first)
     assert outcome["result"].admitted == [str(second.pk)]
     first.refresh_from_db()
     assert first.admitted_at is None and first.status in (JobStatus.CANCELLING, JobStatus.CANCELLED)

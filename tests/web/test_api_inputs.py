@@ -35,9 +35,9 @@ class World:
 
 @pytest.fixture()
 def world(make_actor: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    from webapp.jobs import services
+    from webapp.jobs import task_queue
 
-    monkeypatch.setattr(services, "_admit_soon", lambda: None)  # jobs stay queued
+    monkeypatch.setattr(task_queue, "admission_pass_soon", lambda: None)  # jobs stay queued
     with override_settings(DATASETS_DIR=str(tmp_path / "datasets")):
         targets = populate(make_actor)
         yield World(client_for(targets.member.token), client_for(targets.admin_token), targets.real_ids)

@@ -12,8 +12,9 @@ from rest_framework.test import APIClient
 
 from tenants.models import AuditLog, Quota
 from tests.engine.builders import make_spec
-from webapp.jobs import admission, services
+from webapp.jobs import admission, journal
 from webapp.jobs.models import EventKind, Job, JobCheckpoint, JobEvent, JobMetrics, JobStatus, UsageRecord
+from webapp.jobs.services import engine_events, lifecycle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -97,7 +98,7 @@ def test_logs_checkpoints_metrics_downsampled_and_csv(make_actor) -> None:
     for step in range(1, 501):
         JobMetrics.objects.create(job=job, step=step, values={"reward/mean": step % 7, "timing_s/step": 2.0})
     JobCheckpoint.objects.create(job=job, step=250)
-    services._append_event(job, EventKind.LOG, {"level": "warning", "message": "slow tail"})
+    journal.append_event(job, EventKind.LOG, {"level": "warning", "message": "slow tail"})
 
     logs = c.get(f"/api/v1/jobs/{job.pk}/logs").json()
     assert [line["message"] for line in logs["results"]] == ["slow tail"]
@@ -125,7 +126,7 @@ def test_logs_checkpoints_metrics_downsampled_and_csv(make_actor) -> None:
 def test_event_stream_replays_after_last_event_id_and_ends_with_the_job(make_actor) -> None:
     c = client_for(make_actor("acme").token)
     job_id = new_job(c)["id"]
-    services.job_transition(job_id=job_id, to=JobStatus.CANCELLED, reason="cancelled by test")
+    lifecycle.job_transition(job_id=job_id, to=JobStatus.CANCELLED, reason="cancelled by test")
     r = c.get(f"/api/v1/jobs/{job_id}/events/stream", HTTP_ACCEPT="text/event-stream", HTTP_LAST_EVENT_ID="1")
     assert r.status_code == 200 and r["Content-Type"] == "text/event-stream"
     body = b"".join(r).decode()
@@ -223,11 +224,11 @@ def test_engine_usage_and_checkpoints_are_ledgered_exactly_once(make_actor, engi
     job_id = new_job(c, trainer={"total_steps": 4, "save_freq": 2})["id"]
     admission.admission_tick()
     assert dispatch_job(job_id) == "dispatched"  # speed inf: the engine runs it to the end
-    services.engine_events_pump()
+    engine_events.engine_events_pump()
     from webapp.jobs.models import EngineCursor
 
     EngineCursor.objects.update(cursor=0)  # a crashed pump re-reads everything
-    services.engine_events_pump()
+    engine_events.engine_events_pump()
     job = Job.objects.get(pk=job_id)
     assert job.status == JobStatus.SUCCEEDED and job.admitted_at is None
     from webapp import engine_gateway

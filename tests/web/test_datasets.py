@@ -19,7 +19,7 @@ from tests.engine.builders import make_spec
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_path
 from webapp.jobs.models import Job
-from webapp.jobs.services import engine_spec
+from webapp.jobs.selectors import engine_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,9 +19,11 @@ from tenants.models import Quota
 from tests.engine.builders import make_spec
 from webapp import engine_gateway
 from webapp.asgi import application
-from webapp.jobs import services
+from webapp.jobs import task_queue
 from webapp.jobs.models import EngineCursor, Job, JobCheckpoint, JobEvent, JobMetrics, JobStatus, UsageRecord
 from webapp.jobs.realtime import job_group, tenant_group
+from webapp.jobs.services import engine_events
+from webapp.jobs.services.submit import job_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +35,7 @@ END_DEVICE_S = 1.5
 @pytest.fixture(autouse=True)
 def no_admission(monkeypatch: pytest.MonkeyPatch) -> None:
     """No admission pass after a job ends: these tests feed the engine's events themselves."""
-    monkeypatch.setattr(services, "_admit_soon", lambda: None)
+    monkeypatch.setattr(task_queue, "admission_pass_soon", lambda: None)
 
 
 @pytest.fixture()
@@ -50,7 +52,7 @@ def make_actor(make_actor: Any) -> Any:
 
 def submit(actor: Any, steps: int) -> str:
     spec = make_spec(trainer={"total_steps": steps})
-    return str(services.job_submit(tenant=actor.tenant, user=actor.user, name="p", spec=spec).pk)
+    return str(job_submit(tenant=actor.tenant, user=actor.user, name="p", spec=spec).pk)
 
 
 class EngineLog:
@@ -84,7 +86,7 @@ class EngineLog:
 def ingest(events: list[engine_gateway.EngineEvent]) -> int:
     """Queries one pump batch takes to store ``events``."""
     with CaptureQueriesContext(connection) as queries:
-        services.engine_events_ingest(engine_id=ENGINE, events=events, next_cursor=events[-1].seq)
+        engine_events.engine_events_ingest(engine_id=ENGINE, events=events, next_cursor=events[-1].seq)
     return len(queries.captured_queries)
 
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from tenants.models import Quota
 from tests.engine.builders import make_spec
-from webapp.jobs import services
 from webapp.jobs.errors import InvalidTransition
 from webapp.jobs.models import TERMINAL_STATUSES, TRANSITIONS, EventKind, Job, JobEvent, JobStatus
+from webapp.jobs.services import lifecycle, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,17 +28,17 @@ def apply(job_id: Any, action: str, status: str) -> bool:
     job = Job.objects.get(pk=job_id)
     try:
         if action == "engine":
-            return services.job_transition(job_id=job_id, to=status, reason="reported")
+            return lifecycle.job_transition(job_id=job_id, to=status, reason="reported")
         if action == "pause":
-            return services.job_pause(job=job)
+            return lifecycle.job_pause(job=job)
         if action == "resume":
-            services.job_resume(job=job)
+            lifecycle.job_resume(job=job)
             return True
         if action == "cancel":
-            services.job_cancel(job=job)
+            lifecycle.job_cancel(job=job)
             return True
         if job.status == JobStatus.QUEUED and job.admitted_at is None:
-            services.job_admit(job=job, borrowed=False)
+            lifecycle.job_admit(job=job, borrowed=False)
         return False
     except InvalidTransition:
         return False
@@ -57,7 +57,7 @@ def test_any_sequence_keeps_the_job_consistent(make_actor: Any) -> None:
 
 
 def run_sequence(actor: Any, actions: list[tuple[str, str]]) -> None:
-    job = services.job_submit(tenant=actor.tenant, user=actor.user, name="sm", spec=make_spec())
+    job = submit.job_submit(tenant=actor.tenant, user=actor.user, name="sm", spec=make_spec())
     seen_terminal: str | None = None
     ever_running = False
     for action, status in actions:

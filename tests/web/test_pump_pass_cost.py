@@ -15,8 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from tenants.models import Quota
 from tests.engine.builders import make_spec
 from webapp import engine_gateway
-from webapp.jobs import services, tasks
+from webapp.jobs import task_queue, tasks
 from webapp.jobs.models import Job, JobCheckpoint, JobEvent, JobStatus, UsageRecord
+from webapp.jobs.services import engine_events, lifecycle, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,7 +63,7 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
     fake = FakeEngine()
     monkeypatch.setattr(engine_gateway, "pull_events", fake.pull)
     monkeypatch.setattr(engine_gateway, "known_engine_id", lambda: "fake")
-    monkeypatch.setattr(services, "_admit_soon", lambda: None)  # these tests run no admission
+    monkeypatch.setattr(task_queue, "admission_pass_soon", lambda: None)  # these tests run no admission
     return fake
 
 
@@ -75,10 +76,9 @@ def acme(make_actor: Any) -> Any:
 
 def admitted_jobs(actor: Any, count: int) -> list[str]:
     spec = make_spec(trainer={"total_steps": 3})
-    submit = services.job_submit
-    jobs = [str(submit(tenant=actor.tenant, user=actor.user, name="p", spec=spec).pk) for _ in range(count)]
+    jobs = [str(submit.job_submit(tenant=actor.tenant, user=actor.user, name="p", spec=spec).pk) for _ in range(count)]
     for job in Job.objects.filter(pk__in=jobs):
-        assert services.job_admit(job=job, borrowed=False)
+        assert lifecycle.job_admit(job=job, borrowed=False)
     return jobs
 
 
@@ -91,7 +91,7 @@ def pump_three_cohorts(engine: FakeEngine, actor: Any, size: int) -> tuple[int, 
             for job_id in cohort:
                 engine.stage(job_id, age)
         with CaptureQueriesContext(connection) as queries:
-            services.engine_events_pump()
+            engine_events.engine_events_pump()
     return len(queries.captured_queries), cohorts
 
 

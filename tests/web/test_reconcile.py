@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from tests.engine.builders import make_spec
 from webapp import engine_gateway
-from webapp.jobs import admission, reconcile, services
+from webapp.jobs import admission, reconcile, selectors
 from webapp.jobs.models import Job, JobCheckpoint, JobStatus
+from webapp.jobs.services import engine_events, lifecycle, submit
 from webapp.jobs.tasks import dispatch_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,7 +32,7 @@ def slow_engine() -> Any:
 
 
 def admitted_job(actor: Any, **spec: Any) -> Job:
-    job = services.job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec(**spec))
+    job = submit.job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec(**spec))
     admission.admission_tick()
     job.refresh_from_db()
     assert job.admitted_at is not None
@@ -57,7 +58,7 @@ def test_a_lost_dispatch_is_sent_again_after_a_grace_period(make_actor, slow_eng
 def test_after_an_engine_restart_running_jobs_recover_from_their_checkpoint(make_actor, slow_engine) -> None:
     job = admitted_job(make_actor("acme"), trainer={"total_steps": 20})
     dispatch_job(str(job.pk))
-    services.engine_events_pump()
+    engine_events.engine_events_pump()
     Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, current_step=7)
     JobCheckpoint.objects.create(job=job, step=5)
 
@@ -68,7 +69,7 @@ def test_after_an_engine_restart_running_jobs_recover_from_their_checkpoint(make
     job.refresh_from_db()
     assert job.status == JobStatus.RECOVERING and "resuming after step 5" in job.status_reason
     assert job.attempt == 2
-    assert services.engine_spec(job)["trainer"]["start_step"] == 5
+    assert selectors.engine_spec(job)["trainer"]["start_step"] == 5
     assert dispatch_job(str(job.pk)) == "dispatched"
     assert str(job.pk) in engine_gateway.pipeline_states()
 
@@ -78,7 +79,7 @@ def test_a_job_the_engine_lost_while_starting_it_is_sent_again(make_actor, slow_
     The job must not stay ``starting`` forever: it recovers and the engine gets it again."""
     job = admitted_job(make_actor("acme"))
     dispatch_job(str(job.pk))
-    services.engine_events_pump()
+    engine_events.engine_events_pump()
     Job.objects.filter(pk=job.pk).update(status=JobStatus.STARTING)
 
     engine_gateway.reset_engine_host()
@@ -94,10 +95,10 @@ def test_a_job_the_engine_lost_while_starting_it_is_sent_again(make_actor, slow_
 def test_lost_cancel_and_pause_requests_are_settled_or_resent(make_actor, slow_engine) -> None:
     actor = make_actor("acme")
     never_ran = admitted_job(actor)
-    services.job_cancel(job=never_ran)  # the cancel task is lost too
+    lifecycle.job_cancel(job=never_ran)  # the cancel task is lost too
     running = admitted_job(actor)
     dispatch_job(str(running.pk))
-    services.job_pause(job=running)
+    lifecycle.job_pause(job=running)
     result = reconcile.reconcile()
     assert result.settled == {str(never_ran.pk): JobStatus.CANCELLED}
     assert result.resent == [str(running.pk)]

@@ -18,9 +18,11 @@ from django.test import Client
 
 from tests.engine.builders import make_spec
 from webapp.asgi import application
-from webapp.jobs import consumers, services
+from webapp.jobs import consumers, journal, task_queue
 from webapp.jobs.models import Job, JobEvent
 from webapp.jobs.realtime import Delivered, Hole, job_group, tenant_group
+from webapp.jobs.services import lifecycle
+from webapp.jobs.services.submit import job_submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,7 +32,7 @@ ORIGIN = (b"origin", b"http://testserver")
 @pytest.fixture(autouse=True)
 def no_admission(monkeypatch: pytest.MonkeyPatch) -> None:
     """Jobs stay queued: these tests write every event themselves (and need no Celery)."""
-    monkeypatch.setattr(services, "_admit_soon", lambda: None)
+    monkeypatch.setattr(task_queue, "admission_pass_soon", lambda: None)
 
 
 def bearer(token: str) -> list[tuple[bytes, bytes]]:
@@ -77,7 +79,7 @@ def keys(events: list[dict[str, Any]]) -> list[tuple[str, int]]:
 
 @sync_to_async
 def submit(actor: Any) -> str:
-    return str(services.job_submit(tenant=actor.tenant, user=actor.user, name="ws", spec=make_spec()).pk)
+    return str(job_submit(tenant=actor.tenant, user=actor.user, name="ws", spec=make_spec()).pk)
 
 
 @sync_to_async
@@ -86,7 +88,7 @@ def log_lines(job_id: str, n: int) -> None:
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job_id)
         for i in range(n):
-            services._append_event(job, "log", {"level": "info", "message": f"line {i}"})
+            journal.append_event(job, "log", {"level": "info", "message": f"line {i}"})
 
 
 @sync_to_async
@@ -98,7 +100,7 @@ def unpublished_event(job_id: str) -> tuple[int, dict[str, Any]]:
         job.last_event_seq += 1
         job.save(update_fields=["last_event_seq"])
         event = JobEvent.objects.create(job=job, seq=job.last_event_seq, kind="log", data={"message": "quiet"})
-    return job.tenant_id, services.event_payload(event)
+    return job.tenant_id, journal.event_payload(event)
 
 
 async def publish(job_id: str, tenant_id: int, event: dict[str, Any]) -> None:
@@ -126,7 +128,7 @@ async def test_tenant_stream_carries_every_event_of_its_own_jobs_only(make_actor
     ws_b, _ = await open_stream("/ws/v1/tenant/", bearer(globex.token))
 
     first, second = await submit(acme), await submit(acme)
-    await sync_to_async(services.job_transition)(job_id=first, to="cancelled", reason="test")
+    await sync_to_async(lifecycle.job_transition)(job_id=first, to="cancelled", reason="test")
     theirs = await submit(globex)
 
     events, _ = await collect(ws_a, 3)
@@ -249,7 +251,7 @@ async def test_large_events_split_frames_by_size(make_actor: Any, monkeypatch: p
         with transaction.atomic():
             locked = Job.objects.select_for_update().get(pk=job)
             for _ in range(6):
-                services._append_event(locked, "log", {"message": "x" * 1000})
+                journal.append_event(locked, "log", {"message": "x" * 1000})
 
     await big_logs()
     events, frames = await collect(ws, 6)
@@ -471,10 +473,10 @@ async def test_replay_of_chosen_kinds_skips_the_rest_but_live_sends_all(make_act
     actor = await sync_to_async(make_actor)("acme")
 
     def setup() -> str:
-        job = services.job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec())
+        job = job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec())
         for step in (1, 2, 3):
-            services._append_event(job, "metrics", {"step": step, "total_steps": 3, "metrics": {"x": 1.0}})
-        services._append_event(job, "log", {"level": "info", "message": "hello"})
+            journal.append_event(job, "metrics", {"step": step, "total_steps": 3, "metrics": {"x": 1.0}})
+        journal.append_event(job, "log", {"level": "info", "message": "hello"})
         return str(job.pk)
 
     job_id = await sync_to_async(setup)()
@@ -493,7 +495,7 @@ async def test_replay_of_chosen_kinds_skips_the_rest_but_live_sends_all(make_act
 
     def live() -> None:
         job = Job.objects.get(pk=job_id)
-        services._append_event(job, "metrics", {"step": 4, "total_steps": 4, "metrics": {"x": 2.0}})
+        journal.append_event(job, "metrics", {"step": 4, "total_steps": 4, "metrics": {"x": 2.0}})
 
     await sync_to_async(live)()
     frame = await ws.receive_json_from(timeout=5)
@@ -510,7 +512,7 @@ async def test_a_socket_closes_once_its_token_is_revoked(make_actor, monkeypatch
     monkeypatch.setattr(consumers, "AUDIT_S", 0.3)  # the periodic check, sped up
     actor = await sync_to_async(make_actor)("acme")
     job_id = await sync_to_async(
-        lambda: str(services.job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec()).pk)
+        lambda: str(job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec()).pk)
     )()
     ws = WebsocketCommunicator(
         application, f"/ws/v1/jobs/{job_id}", headers=[(b"authorization", f"Bearer {actor.token}".encode())]

@@ -33,6 +33,7 @@ from django.utils import timezone
 from tenants.models import QUOTA_DECISIONS_LOCK_KEY, BudgetAction, Quota
 from webapp import engine_gateway
 from webapp.jobs.models import Job, JobStatus
+from webapp.jobs.services.lifecycle import RECLAIM_REASON, job_admit, job_pause, job_set_queue_reason
 from webapp.jobs.usage import decayed_gpu_seconds, month_gpu_hours
 
 logger = logging.getLogger(__name__)
@@ -84,8 +85,6 @@ def admission_tick() -> AdmissionResult:
     locks (narrow columns only), a waiting job's reason is written only when its text changes
     (the texts carry no volatile numbers such as the free GPU count), and each admit or reason
     write is a guarded update of that one row, so a cancel that got there first wins."""
-    from webapp.jobs import services
-
     with transaction.atomic():
         if not _try_lock():
             return AdmissionResult(leader=False)
@@ -110,7 +109,7 @@ def admission_tick() -> AdmissionResult:
         for tid, quota in quotas.items():
             if quota.budget_action == BudgetAction.PAUSE and spent.get(tid, 0.0) >= quota.monthly_gpu_hours:
                 for job in holding_jobs().filter(tenant_id=tid, status=JobStatus.RUNNING):
-                    if services.job_pause(job=job, reason="budget: this month's GPU-hours are spent", quiet=True):
+                    if job_pause(job=job, reason="budget: this month's GPU-hours are spent", quiet=True):
                         result.budget_paused.append(str(job.pk))
 
         def share_key(tid: int) -> float:
@@ -145,10 +144,10 @@ def admission_tick() -> AdmissionResult:
             if reason is not None:
                 code, detail = reason
                 result.waiting[str(job.pk)] = code
-                services.job_set_queue_reason(job=job, code=code, detail=detail)
+                job_set_queue_reason(job=job, code=code, detail=detail)
                 continue
             borrowed = quota is None or held[job.tenant_id] + job.num_gpus > quota.guaranteed_for(device_type)
-            if not services.job_admit(job=job, borrowed=borrowed):
+            if not job_admit(job=job, borrowed=borrowed):
                 continue  # cancelled (or paused) since it was read: it takes no capacity
             held[job.tenant_id] += job.num_gpus
             running[job.tenant_id] += 1
@@ -185,8 +184,6 @@ def _reclaim(gpus_needed: int, for_tenant: int) -> tuple[list[str], int]:
     are coming back; jobs already pausing count. Returns the jobs asked now and how many
     borrowed jobs are pausing in all (the count stays the same from pass to pass while they
     reach their checkpoints, so the waiting job's reason is not rewritten each pass)."""
-    from webapp.jobs import services
-
     pausing = list(
         holding_jobs()
         .filter(borrowed=True, status=JobStatus.PAUSING)
@@ -204,9 +201,9 @@ def _reclaim(gpus_needed: int, for_tenant: int) -> tuple[list[str], int]:
     for job in candidates:
         if coming >= gpus_needed:
             break
-        if services.job_pause(
+        if job_pause(
             job=job,
-            reason=f"{services.RECLAIM_REASON}: its tenant was borrowing capacity another tenant is guaranteed",
+            reason=f"{RECLAIM_REASON}: its tenant was borrowing capacity another tenant is guaranteed",
         ):
             coming += job.num_gpus
             asked.append(str(job.pk))

@@ -45,9 +45,9 @@ from django.db.models import Q
 from tenants.models import ApiToken, Membership
 from tenants.selectors import tenant_for_user
 from webapp.api_inputs import unknown_query_param
+from webapp.jobs.journal import event_payload
 from webapp.jobs.models import EventKind, Job, JobEvent
 from webapp.jobs.realtime import Delivered, Hole, job_group, tenant_group, wire_event
-from webapp.jobs.services import event_payload
 
 logger = logging.getLogger(__name__)
 _P = ParamSpec("_P")

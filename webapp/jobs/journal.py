@@ -53,6 +53,15 @@ class JobJournal:
         self.events, self.changed = [], {}
 
 
+def append_event(job: Job, kind: str, data: dict[str, Any]) -> JobEvent:
+    """One event, written now. The caller holds the job's row lock (or just created it), so
+    seq numbers never collide."""
+    journal = JobJournal()
+    event = journal.append(job, kind, data)
+    journal.flush()
+    return event
+
+
 def _save_fields(jobs: list[Job], names: tuple[str, ...]) -> None:
     """Write ``names`` of each of ``jobs`` (only those: another field may be deferred or stale)
     in one UPDATE. A pump pass moves dozens of jobs through the same transition, so one

@@ -25,9 +25,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from webapp import engine_gateway
-from webapp.jobs import services
+from webapp.jobs import task_queue
 from webapp.jobs.admission import holding_jobs
 from webapp.jobs.models import Job, JobStatus
+from webapp.jobs.selectors import latest_checkpoint_step
+from webapp.jobs.services.engine_events import engine_events_pump
+from webapp.jobs.services.lifecycle import job_transition
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +61,7 @@ def _try_lock() -> bool:
 
 
 def reconcile() -> ReconcileResult:
-    from webapp.jobs.tasks import cancel_job, dispatch_job, pause_job
-
-    services.engine_events_pump()  # first take in whatever the engine already said
+    engine_events_pump()  # first take in whatever the engine already said
     result = ReconcileResult()
     with transaction.atomic():
         if not _try_lock():
@@ -71,20 +72,20 @@ def reconcile() -> ReconcileResult:
             job_id, engine_state = str(job.pk), states.get(str(job.pk))
             if engine_state is None:
                 if job.status == JobStatus.CANCELLING:
-                    services.job_transition(job_id=job_id, to=JobStatus.CANCELLED, reason="cancelled (not running)")
+                    job_transition(job_id=job_id, to=JobStatus.CANCELLED, reason="cancelled (not running)")
                     result.settled[job_id] = JobStatus.CANCELLED
                 elif job.status == JobStatus.PAUSING:
-                    services.job_transition(job_id=job_id, to=JobStatus.PAUSED, reason="paused (not running)")
+                    job_transition(job_id=job_id, to=JobStatus.PAUSED, reason="paused (not running)")
                     result.settled[job_id] = JobStatus.PAUSED
                 elif job.admitted_at is not None and job.admitted_at < grace:
                     _redispatch(job)
-                    transaction.on_commit(lambda j=job_id: dispatch_job.delay(j))
+                    task_queue.dispatch_job(job_id)
                     result.redispatched.append(job_id)
             elif engine_state in _ENGINE_RUNNING and job.status == JobStatus.CANCELLING:
-                transaction.on_commit(lambda j=job_id: cancel_job.delay(j))
+                task_queue.cancel_job(job_id)
                 result.resent.append(job_id)
             elif engine_state in _ENGINE_RUNNING and job.status == JobStatus.PAUSING:
-                transaction.on_commit(lambda j=job_id: pause_job.delay(j))
+                task_queue.pause_job(job_id)
                 result.resent.append(job_id)
         holding = {str(pk) for pk in holding_jobs().values_list("pk", flat=True)}
         for job_id, engine_state in states.items():
@@ -101,10 +102,10 @@ def _redispatch(job: Job) -> None:
     A dispatch that never reached the engine is sent again as the same attempt: nothing ran."""
     started = job.status in (JobStatus.STARTING, JobStatus.RUNNING)
     if started:
-        services.job_transition(
+        job_transition(
             job_id=job.pk,
             to=JobStatus.RECOVERING,
-            reason=f"the engine lost it; resuming after step {services.latest_checkpoint_step(job)}",
+            reason=f"the engine lost it; resuming after step {latest_checkpoint_step(job)}",
         )
         job.attempt += 1
     job.admitted_at = timezone.now()

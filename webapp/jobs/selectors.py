@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from tenants.models import Tenant
 from webapp.jobs.models import EventKind, Job, JobCheckpoint, JobEvent, JobMetrics, JobStatus, UsageRecord
@@ -68,6 +68,31 @@ def submit_cap_counts(*, tenant_id: int) -> tuple[int, float]:
     return int(queued), float(gpu_seconds or 0.0) / 3600.0
 
 
+# -- what the engine gets ---------------------------------------------------------------------
+def latest_checkpoint_step(job: Job) -> int:
+    if hasattr(job, "latest_checkpoint"):  # read with the job (``job_for_dispatch``)
+        latest = job.latest_checkpoint
+    else:
+        latest = JobCheckpoint.objects.filter(job=job).order_by("-step").values_list("step", flat=True).first()
+    return max(job.start_step, latest or 0)
+
+
+def job_for_dispatch(job_id: Any) -> Job | None:
+    """The job with its latest checkpoint's step (``engine_spec`` needs both) in one query."""
+    latest = JobCheckpoint.objects.filter(job=OuterRef("pk")).order_by("-step").values("step")[:1]
+    return Job.objects.filter(pk=job_id).annotate(latest_checkpoint=Subquery(latest)).first()
+
+
+def engine_spec(job: Job) -> dict[str, Any]:
+    """The spec the engine gets: the stored one, started after the job's latest checkpoint."""
+    start = latest_checkpoint_step(job)
+    spec = dict(job.spec)
+    if start and start < job.total_steps:
+        spec["trainer"] = {**dict(spec.get("trainer") or {}), "start_step": start}
+    return spec
+
+
+# -- a job's history --------------------------------------------------------------------------
 def job_events_after(*, job: Job, after: int, limit: int = 1000) -> QuerySet[JobEvent]:
     return JobEvent.objects.filter(job=job, seq__gt=after).order_by("seq")[:limit]
 

@@ -23,10 +23,10 @@ from tenants.services import membership_add, membership_remove, quota_update, te
 from webapp import engine_gateway
 from webapp.api_inputs import KnownFieldsOnly, KnownQueryOnly, StrictCursorPagination
 from webapp.api_schema import results_of
+from webapp.jobs import task_queue
 from webapp.jobs.admission import capacity_summary, queue_summary
 from webapp.jobs.api.account_views import parse_day, quota_reports, tenant_quota_report
 from webapp.jobs.models import UsageRecord
-from webapp.jobs.tasks import admission_tick
 from webapp.jobs.usage import month_start
 
 
@@ -114,7 +114,7 @@ class AdminQuotaView(KnownQueryOnly, APIView):
         body = QuotaInput(data=request.data)
         body.is_valid(raise_exception=True)
         quota_update(tenant=tenant, changes=dict(body.validated_data), actor=request.user)
-        admission_tick.delay()  # a larger quota may let queued jobs in now
+        task_queue.admission_pass()  # a larger quota may let queued jobs in now
         return Response(tenant_quota_report(tenant))
 
 

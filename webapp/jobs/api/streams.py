@@ -25,8 +25,8 @@ from rest_framework.views import APIView
 
 from webapp.api_inputs import KnownQueryOnly, int_param
 from webapp.jobs import selectors
+from webapp.jobs.journal import event_payload
 from webapp.jobs.models import TERMINAL_STATUSES, Job, JobEvent
-from webapp.jobs.services import event_payload
 from webapp.tenancy import TenantScoped, resolve_tenant
 
 POLL_S = 0.5

@@ -21,7 +21,7 @@ from webapp import engine_gateway
 from webapp.api_errors import error_body
 from webapp.api_inputs import KnownQueryOnly, StrictCursorPagination, int_param, refuse_body
 from webapp.api_schema import results_of
-from webapp.jobs import idempotency, selectors, services
+from webapp.jobs import idempotency, selectors
 from webapp.jobs.api.renderers import CSVRenderer, metrics_csv
 from webapp.jobs.api.serializers import (
     CheckpointOutput,
@@ -38,6 +38,7 @@ from webapp.jobs.api.serializers import (
 )
 from webapp.jobs.errors import ServiceError
 from webapp.jobs.models import Job, JobStatus
+from webapp.jobs.services import lifecycle, submit
 from webapp.tenancy import TenantScoped, resolve_tenant
 from webapp.throttling import JobCreateRateThrottle
 
@@ -130,7 +131,7 @@ class JobViewSet(KnownQueryOnly, mixins.ListModelMixin, viewsets.GenericViewSet[
             return Response(stored.body, status=stored.status, headers={"Idempotent-Replayed": "true"})
         try:
             with transaction.atomic():
-                job = services.job_submit(
+                job = submit.job_submit(
                     tenant=tenant, user=request.user, name=body.validated_data["name"], spec=body.validated_data["spec"]
                 )
                 payload = JobOutput(job).data
@@ -148,14 +149,14 @@ class JobViewSet(KnownQueryOnly, mixins.ListModelMixin, viewsets.GenericViewSet[
     def partial_update(self, request: Request, pk: str | None = None) -> Response:
         body = JobPatchInput(data=request.data, partial=True)
         body.is_valid(raise_exception=True)
-        job = services.job_patch(job=self.get_object(), changes=body.validated_data)
+        job = submit.job_patch(job=self.get_object(), changes=body.validated_data)
         return Response(JobOutput(selectors.job_get_for_tenant(tenant=job.tenant, job_id=job.pk)).data)
 
     @extend_schema(request=None, responses=JobOutput)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         refuse_body(request)
-        job = services.job_cancel(job=self.get_object())
+        job = lifecycle.job_cancel(job=self.get_object())
         return Response(JobOutput(job).data)
 
     @extend_schema(request=None, responses=JobOutput)
@@ -163,7 +164,7 @@ class JobViewSet(KnownQueryOnly, mixins.ListModelMixin, viewsets.GenericViewSet[
     def pause(self, request: Request, pk: str | None = None) -> Response:
         refuse_body(request)
         job = self.get_object()
-        services.job_pause(job=job)
+        lifecycle.job_pause(job=job)
         job.refresh_from_db()
         return Response(JobOutput(job).data)
 
@@ -171,7 +172,7 @@ class JobViewSet(KnownQueryOnly, mixins.ListModelMixin, viewsets.GenericViewSet[
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, pk: str | None = None) -> Response:
         refuse_body(request)
-        job = services.job_resume(job=self.get_object())
+        job = lifecycle.job_resume(job=self.get_object())
         return Response(JobOutput(job).data)
 
     @extend_schema(request=JobCloneInput, responses={201: JobOutput})
@@ -180,7 +181,7 @@ class JobViewSet(KnownQueryOnly, mixins.ListModelMixin, viewsets.GenericViewSet[
         source = self.get_object()
         body = JobCloneInput(data=request.data)
         body.is_valid(raise_exception=True)
-        job = services.job_clone(
+        job = submit.job_clone(
             job=source,
             user=request.user,
             checkpoint_step=body.validated_data.get("checkpoint_step"),

@@ -25,7 +25,7 @@ def _pump_forever(stop: threading.Event, interval_s: float) -> None:
 
     from webapp.jobs.admission import admission_tick
     from webapp.jobs.reconcile import reconcile
-    from webapp.jobs.services import engine_events_pump
+    from webapp.jobs.services.engine_events import engine_events_pump
 
     rounds = 0
     while not stop.wait(interval_s):
