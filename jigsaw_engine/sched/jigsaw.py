@@ -27,7 +27,8 @@ ablations:
   asked for, and pipelines go in arrival order.
 - **taking turns** (``take_turns``, look-ahead only): alike synchronous pipelines each roll out
   on one worker and take turns to train on a wide group (:class:`Turns`), when the look-ahead
-  projects a shorter step than their homes give.
+  projects a shorter step than their homes give. Each round of turns goes in priority order,
+  otherwise first come, first served.
 
 A device moving from one pipeline to another pays a warm context switch (the state comes from
 host memory, :meth:`RooflineCostModel.context_switch_s`).
@@ -161,6 +162,8 @@ class JigsawScheduler:
         self._turns: Turns | None = None
         self._turn_steps: dict[tuple[str, int], int] = {}
         """Steps built to take turns, and the width their training takes."""
+        self._turns_begun: dict[str, int] = {}
+        """Turns each pipeline has begun to train under the current plan."""
 
     # -- admission and resizing --------------------------------------------------------
     def admit(self, view: ClusterView, specs: Mapping[str, PipelineSpec]) -> list[str]:
@@ -230,6 +233,7 @@ class JigsawScheduler:
         if self._turns is not None and self._turns.members == members:
             return self._turns
         self._turns = None
+        self._turns_begun = {}
         o = self.options  # a turn's training is widened, so not where training keeps its width
         if not (o.take_turns and o.lookahead and o.resize and o.widen) or o.rollout_only or view.queued:
             return None
@@ -367,8 +371,9 @@ class JigsawScheduler:
                 continue
             key: ChainKey = (pid, node.step, node.worker)
             devices = self._chains.get(key)
-            if devices is None and (pid, node.step) in self._turn_steps:
-                devices = self._take_turn(view, pid, node, load)
+            turn = devices is None and (pid, node.step) in self._turn_steps
+            if turn:
+                devices = self._take_turn(view, stage, load)
                 if devices is None:
                     continue
                 self._widened[key] = True  # a turn's training is as wide as planned already
@@ -381,6 +386,8 @@ class JigsawScheduler:
             share, elastic = placement
             setup = self._switch_s(view.specs[pid], pid, node, devices, key in self._chains, on_device)
             self._chains[key] = devices
+            if turn and node.worker is None:
+                self._turns_begun[pid] = self._turns_begun.get(pid, 0) + 1
             task = Task(pid, stage.node, devices, share=share, elastic=elastic, setup_s=setup)
             for d in devices:
                 load[d] = load.get(d, 0.0) + share
@@ -394,14 +401,14 @@ class JigsawScheduler:
             tasks = [self._widen(view, t, load, owner, on_device) for t in tasks]
         return tasks
 
-    def _take_turn(
-        self, view: ClusterView, pid: str, node: SubStage, load: Mapping[int, float]
-    ) -> tuple[int, ...] | None:
+    def _take_turn(self, view: ClusterView, stage: ReadyStage, load: Mapping[int, float]) -> tuple[int, ...] | None:
         """Devices for a chain of a step that takes turns, or None to wait: a rollout worker on
         the pipeline's own ``tp`` devices; its training there too, plus the free devices nobody
         takes turns rolling out on, as many as the turn's width (it waits for a whole turn
         rather than start narrow and hold them longer), plus the own devices of pipelines
-        waiting for a later turn (idle until this one ends, when the next turn begins)."""
+        waiting for a later turn (idle until this one ends, when the next turn begins). A turn
+        also waits for the turn it owes a pipeline of higher priority (:meth:`_turn_owed`)."""
+        pid, node = stage.pipeline_id, stage.node
         tp = view.specs[pid].resources.tp
         own = self._home[pid][: node.devices if node.worker is not None else tp]
         if any(load.get(d, 0.0) > EPS for d in own):
@@ -414,6 +421,9 @@ class JigsawScheduler:
         spare.sort(key=lambda d: (0 if pid in self._resident.get(d, ()) else 1, d))
         if len(own) + len(spare) < width:
             return None
+        left = len(spare) - (width - len(own))  # spare devices another turn could start on
+        if left < width - tp and self._turn_owed(view, pid):
+            return None
         waiting = {
             s.pipeline_id
             for s in view.ready
@@ -425,6 +435,22 @@ class JigsawScheduler:
         }
         idle = [d for p in sorted(waiting) for d in self._home[p][:tp] if load.get(d, 0.0) < EPS]
         return tuple(sorted(own + tuple(spare[: width - len(own)]) + tuple(idle)))
+
+    def _turn_owed(self, view: ClusterView, pid: str) -> bool:
+        """Does ``pid`` owe its next turn to a pipeline of higher priority: one with a turn to
+        come that has begun no more turns than ``pid`` under the current plan? First come,
+        first served alone would keep, step after step, the order the pipelines happened to
+        finish their first rollouts in, whatever their priorities; so each round's turns go in
+        priority order. A pipeline never waits for a lower priority, so the one waited for
+        takes its turn as soon as its rollout ends."""
+        priority, begun = view.specs[pid].priority, self._turns_begun.get(pid, 0)
+        return any(
+            other != pid
+            and view.specs[other].priority > priority
+            and (other, step, None) not in self._chains
+            and self._turns_begun.get(other, 0) <= begun
+            for other, step in self._turn_steps
+        )
 
     def _widen(
         self,
@@ -559,6 +585,7 @@ class JigsawScheduler:
         self._step_began.pop(pipeline_id, None)
         self._step_start = {k: v for k, v in self._step_start.items() if k[0] != pipeline_id}
         self._turn_steps = {k: v for k, v in self._turn_steps.items() if k[0] != pipeline_id}
+        self._turns_begun.pop(pipeline_id, None)
 
     def _forget_finished_chains(self, view: ClusterView) -> None:
         live = {(s.pipeline_id, s.node.step) for s in view.ready} | {(t.pipeline_id, t.node.step) for t in view.running}
@@ -583,14 +610,15 @@ class JigsawScheduler:
 
     def _pipeline_rank(self, view: ClusterView) -> dict[str, int]:
         """Longest projected remaining time first (what ends last decides the makespan), each
-        pipeline's time weighted by its priority, as the resize projection weighs it."""
+        pipeline's time weighted by its priority, as the resize projection weighs it; where
+        that ties (no step observed yet), higher priority first."""
 
         def remaining_s(pid: str) -> float:
             done, total = view.progress.get(pid, (0, view.specs[pid].total_steps))
             return -(total - done) * view.recent_step_s.get(pid, math.inf) * view.specs[pid].priority
 
         if self.options.lookahead:
-            order = sorted(view.specs, key=lambda p: (remaining_s(p), self._arrival.get(p, 0)))
+            order = sorted(view.specs, key=lambda p: (remaining_s(p), -view.specs[p].priority, self._arrival.get(p, 0)))
         else:
             order = sorted(view.specs, key=lambda p: self._arrival.get(p, 0))
         return {pid: i for i, pid in enumerate(order)}

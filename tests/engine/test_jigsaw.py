@@ -154,10 +154,12 @@ def test_a_disaggregated_owner_lends_its_generating_device_only_for_less_than_it
         assert [t.devices for t in tasks] == ([(0,)] if lent else []), (chain_s, recent, progress)
 
 
-def test_a_higher_priority_pipeline_gets_a_contested_device_first() -> None:
+@pytest.mark.parametrize("recent_step_s", [{"a": 10.0, "b": 10.0}, {}], ids=["steps observed", "none observed"])
+def test_a_higher_priority_pipeline_gets_a_contested_device_first(recent_step_s: dict[str, float]) -> None:
     # Homes a {0} and b {1} are busy training; device 2 belongs to no one. Both pipelines have a
     # rollout worker ready and equal work left (3 steps of 10 s), a arrived first, b has
     # priority 3: b's remaining time weighs three times a's, so b's worker takes device 2.
+    # Before either step was observed their remaining times tie (unknown): priority decides.
     specs = {
         "a": parse_pipeline_spec(make_spec(name="a", resources={"num_gpus": 1})),
         "b": parse_pipeline_spec(make_spec(name="b", resources={"num_gpus": 1}, priority=3)),
@@ -168,7 +170,7 @@ def test_a_higher_priority_pipeline_gets_a_contested_device_first() -> None:
     busy = (Task("a", _train(40.0), (0,)), Task("b", _train(40.0), (1,)))
     view = ClusterView(
         0.0, 3, {0: 1.0, 1: 1.0}, (ReadyStage("a", worker, chain_s=1.0), ReadyStage("b", worker, chain_s=1.0)),
-        specs, (), progress={"a": (0, 3), "b": (0, 3)}, recent_step_s={"a": 10.0, "b": 10.0}, running=busy,
+        specs, (), progress={"a": (0, 3), "b": (0, 3)}, recent_step_s=recent_step_s, running=busy,
     )  # fmt: skip
     (task,) = sched.decide(view)
     assert (task.pipeline_id, task.devices) == ("b", (2,))

@@ -2,21 +2,29 @@
 
 The look-ahead's plan is worked by hand on a small case; on M1 (four 7B math jobs on 8 H100s)
 the turns are seen in the timeline and pay against the same scheduler without them; on a mix
-of unlike pipelines (M2) nothing changes.
+of unlike pipelines (M2) nothing changes. Each round's turns go in priority order, so the
+pipeline of highest priority gets the lowest latency ratio (step latency over running alone),
+turns or not.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 import pytest
 
-from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy
+from jigsaw_engine.bench.simulate import POLICIES, PolicyRun, prepare, run_policy, simulate_workload
+from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
+from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.sched.jigsaw import JigsawScheduler
 from jigsaw_engine.sched.projection import StepProfile
-from jigsaw_engine.sched.protocol import ClusterView
+from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec.mixes import build_mix
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
+from jigsaw_engine.spec.workload_file import parse_workload
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 
@@ -93,3 +101,93 @@ def test_unlike_pipelines_run_exactly_as_without_turns() -> None:
     specs = prepare(workload, steps=4, seed=0)
     runs = {p: run_policy(POLICIES[p], workload.cluster, specs) for p in ("jigsaw", "jigsaw-no-turns")}
     assert runs["jigsaw"].makespan_s == runs["jigsaw-no-turns"].makespan_s
+
+
+def test_a_lower_priority_waits_for_the_turn_it_owes_a_higher_one() -> None:
+    # The plan of the first test (one at a time on 3 of 4 devices; a rolls out on device 0, b on
+    # device 2). a's training is ready while b still rolls out: with equal priorities a takes
+    # its turn on 0, 1 and 3 at once; with b at priority 2, a waits for b's turn of this round,
+    # though the devices are free. Once both are ready, b's turn goes first.
+    def decide(b_priority: float, b_ready: bool) -> list[Task]:
+        specs = {
+            "a": parse_pipeline_spec(make_spec(name="a")),
+            "b": parse_pipeline_spec(make_spec(name="b", priority=b_priority)),
+        }
+        scheduler = _scheduler_with_profiles(StepProfile(20.0, 40.0, sync_s=2.0), ("a", "b"), 4, specs)
+        view = ClusterView(30.0, 4, {}, (), specs, (), progress={"a": (1, 3), "b": (1, 3)})
+        assert all(scheduler.resources_for_step(view, p, 1).num_gpus == 1 for p in specs)  # both take turns
+        train = SubStage("s1/old_logprob", SubStageKind.OLD_LOGPROB, 1, None, None, 1, 1e9, ResourceClass.COMPUTE, 1.0)
+        decode = SubStage("s1/w0/decode.tail", SubStageKind.DECODE, 1, 0, "tail", 1, 1e9, ResourceClass.MEMORY, 9.0)
+        ready = (ReadyStage("a", train, chain_s=40.0),) + ((ReadyStage("b", train, chain_s=40.0),) if b_ready else ())
+        rolling = () if b_ready else (Task("b", decode, (2,)),)
+        load = {} if b_ready else {2: 1.0}
+        return scheduler.decide(replace(view, device_load=load, ready=ready, running=rolling))
+
+    assert [(t.pipeline_id, t.devices) for t in decide(1.0, b_ready=False)] == [("a", (0, 1, 3))]
+    assert decide(2.0, b_ready=False) == []
+    assert [(t.pipeline_id, t.devices) for t in decide(2.0, b_ready=True)] == [("b", (0, 1, 2, 3))]
+
+
+def _latency_ratios(
+    pipelines: list[dict[str, Any]], on_run: Callable[[str, PolicyRun], None] = lambda n, r: None
+) -> dict[str, dict[str, float]]:
+    """Each policy's latency ratio per pipeline (``jigsaw bench``'s: step latency over running
+    alone on what it asked for), on 8 H100s."""
+    doc = {"cluster": {"num_nodes": 1, "devices_per_node": 8, "device_type": "h100"}, "pipelines": pipelines}
+    policies = ["jigsaw", "jigsaw-no-turns"]
+    report = simulate_workload(parse_workload(doc), policies, steps=None, seed=0, timing=False, on_run=on_run)
+    return {
+        p: {n: r["latency_ratio_vs_alone"] for n, r in report["policies"][p]["pipelines"].items()} for p in policies
+    }
+
+
+def _job(name: str, model: str, workload: str, steps: int, priority: float = 1.0) -> dict[str, Any]:
+    """A job as a user writes one (the default batch and lengths), on 2 devices."""
+    return {
+        "name": name,
+        "model": model,
+        "workload": workload,
+        "resources": {"num_gpus": 2},
+        "trainer": {"total_steps": steps},
+        "priority": priority,
+    }
+
+
+def _alike(name: str, priority: float, model: str = "qwen2.5-7b", steps: int = 8) -> dict[str, Any]:
+    """One of several jobs alike but for their names (the same model, task and sampled rollouts)."""
+    return _job(name, model, "math", steps, priority)
+
+
+@pytest.mark.parametrize("first", [0, 1, 2])
+def test_the_alike_pipeline_of_highest_priority_gets_the_lowest_latency_ratio(first: int) -> None:
+    # Three alike 7B jobs on 8 H100s, one at priority 4: they take turns (one worker each, then a
+    # wide training), and whichever is listed, the prioritized one ends with the lowest ratio.
+    pipelines = [_alike(n, 4.0 if i == first else 1.0) for i, n in enumerate("abc")]
+    runs: dict[str, PolicyRun] = {}
+    ratios = _latency_ratios(pipelines, on_run=runs.__setitem__)
+    # They took turns: a home of 2 devices widens its training to 4 at most, a turn's is wider.
+    assert min(len(s.devices) for s in runs["jigsaw"].controller.timeline if s.step >= 2 and s.kind == "train") > 4
+    chosen = "abc"[first]
+    for policy, ratio in ratios.items():
+        assert ratio[chosen] < min(r for n, r in ratio.items() if n != chosen), (policy, ratio)
+
+
+@pytest.mark.parametrize("priorities", [(1.0, 2.0, 4.0), (2.0, 4.0, 1.0), (4.0, 1.0, 2.0)])
+def test_alike_pipelines_latency_ratios_follow_three_priority_levels(priorities: tuple[float, ...]) -> None:
+    # Three alike 14B jobs, each at another priority: the higher the priority, the lower the ratio.
+    pipelines = [_alike(n, p, model="qwen2.5-14b", steps=6) for n, p in zip("abc", priorities, strict=True)]
+    for policy, ratio in _latency_ratios(pipelines).items():
+        by_priority = [ratio[n] for _, n in sorted(zip(priorities, "abc", strict=True), reverse=True)]
+        assert by_priority == sorted(by_priority) and len(set(by_priority)) == 3, (policy, ratio)
+
+
+@pytest.mark.parametrize("priorities", [(4.0, 1.0, 1.0), (1.0, 4.0, 1.0), (2.0, 2.0, 1.0)])
+def test_priority_holds_before_and_after_the_jobs_begin_to_take_turns(priorities: tuple[float, ...]) -> None:
+    # Three alike 7B jobs and a short 1.5B one (listed last, at priority 1): nobody takes turns
+    # until the short job ends, then the three do. The jobs of the highest priority end with
+    # lower ratios than every other.
+    pipelines = [_alike(n, p) for n, p in zip("abc", priorities, strict=True)]
+    pipelines.append(_job("short", "qwen2.5-1.5b", "gsm8k", steps=4))
+    top = {n for n, p in zip("abc", priorities, strict=True) if p == max(priorities)}
+    for policy, ratio in _latency_ratios(pipelines).items():
+        assert max(ratio[n] for n in top) < min(r for n, r in ratio.items() if n not in top), (policy, ratio)
