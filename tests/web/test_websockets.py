@@ -1,4 +1,4 @@
-"""The WebSocket API v1 (webapp/jobs/consumers.py) against the real ASGI app, Postgres and the
+"""The WebSocket API v1 (webapp/jobs/consumers/) against the real ASGI app, Postgres and the
 Redis channel layer: tenant isolation, resume by cursor, batching, gap filling, backpressure,
 refusals. Events are written with the job services, or straight into the database when a test
 needs one that was never published."""
@@ -19,6 +19,7 @@ from django.test import Client
 from tests.engine.builders import make_spec
 from webapp.asgi import application
 from webapp.jobs import consumers, journal, task_queue
+from webapp.jobs.consumers import stream
 from webapp.jobs.models import Job, JobEvent
 from webapp.jobs.realtime import Delivered, Hole, job_group, tenant_group
 from webapp.jobs.services import lifecycle
@@ -168,7 +169,7 @@ async def test_resume_with_cursor_replays_exactly_what_was_missed(make_actor: An
 async def test_audit_sends_what_never_came_live_and_shrinks_the_cursor(
     make_actor: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(consumers, "AUDIT_S", 0.2)
+    monkeypatch.setattr(stream, "AUDIT_S", 0.2)
     acme = await sync_to_async(make_actor)("acme")
     ws, hello = await open_stream("/ws/v1/tenant", bearer(acme.token))
     job = await submit(acme)
@@ -224,7 +225,7 @@ async def test_tenant_stream_refusals(make_actor: Any) -> None:
 async def test_job_stream_replays_after_seq_then_batches_live_events(
     make_actor: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(consumers, "FLUSH_S", 0.3)  # publishing 50 events can take a second on a busy machine
+    monkeypatch.setattr(stream, "FLUSH_S", 0.3)  # publishing 50 events can take a second on a busy machine
     acme = await sync_to_async(make_actor)("acme")
     job = await submit(acme)
     await log_lines(job, 3)
@@ -241,7 +242,7 @@ async def test_job_stream_replays_after_seq_then_batches_live_events(
 
 @pytest.mark.asyncio
 async def test_large_events_split_frames_by_size(make_actor: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(consumers, "FRAME_BYTES", 2500)
+    monkeypatch.setattr(stream, "FRAME_BYTES", 2500)
     acme = await sync_to_async(make_actor)("acme")
     job = await submit(acme)
     ws, _ = await open_stream(f"/ws/v1/jobs/{job}?after=1", bearer(acme.token))
@@ -347,8 +348,8 @@ async def test_a_seq_gap_is_filled_from_the_database(make_actor: Any) -> None:
 async def test_a_client_too_slow_for_the_buffer_resyncs_from_the_database(
     make_actor: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(consumers, "MAX_PENDING", 10)
-    monkeypatch.setattr(consumers, "FLUSH_S", 1.0)  # live events pile up meanwhile
+    monkeypatch.setattr(stream, "MAX_PENDING", 10)
+    monkeypatch.setattr(stream, "FLUSH_S", 1.0)  # live events pile up meanwhile
     acme = await sync_to_async(make_actor)("acme")
     job = await submit(acme)
     ws_job, _ = await open_stream(f"/ws/v1/jobs/{job}?after=1", bearer(acme.token))
@@ -395,7 +396,7 @@ async def test_a_user_holding_the_socket_limit_gets_4429_until_one_closes(make_a
     for ws in (second, other, third):
         await ws.disconnect()
     # Every socket that closed gave its slot back (other tests' sockets may still be counted).
-    assert acme.user.pk not in consumers._open_streams and globex.user.pk not in consumers._open_streams
+    assert acme.user.pk not in stream._open_streams and globex.user.pk not in stream._open_streams
 
 
 @pytest.mark.asyncio
@@ -412,7 +413,7 @@ async def test_a_socket_whose_consumer_dies_on_an_error_gives_its_slot_back(
     with pytest.raises(ConnectionError):
         await ws.connect(timeout=5)
         await ws.receive_output(timeout=5)
-    assert acme.user.pk not in consumers._open_streams
+    assert acme.user.pk not in stream._open_streams
 
 
 @pytest.mark.asyncio
@@ -427,9 +428,9 @@ async def test_a_socket_whose_channel_group_never_answers_closes_so_the_client_r
         await asyncio.sleep(3600)
 
     monkeypatch.setattr(get_channel_layer(), "group_add", hang)
-    monkeypatch.setattr(consumers, "CHANNEL_LAYER_TIMEOUT_S", 0.2)
-    assert await close_code("/ws/v1/tenant", bearer(acme.token)) == consumers.CLOSE_SERVER_ERROR
-    assert acme.user.pk not in consumers._open_streams
+    monkeypatch.setattr(stream, "CHANNEL_LAYER_TIMEOUT_S", 0.2)
+    assert await close_code("/ws/v1/tenant", bearer(acme.token)) == stream.CLOSE_SERVER_ERROR
+    assert acme.user.pk not in stream._open_streams
 
 
 # -- the bookkeeping alone --------------------------------------------------------------------
@@ -509,7 +510,7 @@ async def test_a_socket_closes_once_its_token_is_revoked(make_actor, monkeypatch
 
     from tenants.models import ApiToken
 
-    monkeypatch.setattr(consumers, "AUDIT_S", 0.3)  # the periodic check, sped up
+    monkeypatch.setattr(stream, "AUDIT_S", 0.3)  # the periodic check, sped up
     actor = await sync_to_async(make_actor)("acme")
     job_id = await sync_to_async(
         lambda: str(job_submit(tenant=actor.tenant, user=actor.user, name="r", spec=make_spec()).pk)

@@ -1,4 +1,5 @@
-"""Reads for jobs. Every tenant-facing read goes through a tenant filter."""
+"""Reads for jobs. Every tenant-facing read goes through a tenant filter (the event streams'
+reads take a caller already authorised for the tenant or job they name)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 
-from tenants.models import Tenant
+from tenants.models import ApiToken, Membership, Tenant
+from tenants.selectors import tenant_for_user
+from webapp.jobs.journal import event_payload
 from webapp.jobs.models import EventKind, Job, JobCheckpoint, JobEvent, JobMetrics, JobStatus, UsageRecord
+from webapp.jobs.realtime import Hole, wire_event
 from webapp.jobs.usage import month_start
 
 
@@ -167,3 +171,79 @@ def job_samples(*, job: Job, step: int | None = None, limit_steps: int = 20) -> 
     for event in events[:limit_steps]:
         out.extend({"step": int(event.data["step"]), **sample} for sample in event.data.get("samples", []))
     return out
+
+
+# -- event streams ------------------------------------------------------------------------------
+def _wire(events: Iterable[JobEvent]) -> list[dict[str, Any]]:
+    return [wire_event(str(e.job_id), event_payload(e)) for e in events]
+
+
+def job_for_reader(*, user: Any, token: ApiToken | None, job_id: str) -> Job | None:
+    """The job if it is the token's tenant's (with a token) or one of the user's tenants'."""
+    if token is not None:
+        allowed = Job.objects.filter(tenant=token.tenant)
+    else:
+        allowed = Job.objects.filter(tenant_id__in=Membership.objects.filter(user=user).values("tenant_id"))
+    try:
+        job: Job | None = allowed.filter(pk=job_id).first()
+    except (ValueError, TypeError, DjangoValidationError):  # not a UUID: same answer as a foreign id
+        return None
+    return job
+
+
+def tenant_id_for_reader(*, user: Any, token: ApiToken | None, slug: str | None) -> int | None:
+    """The id of the tenant ``slug`` names (None: the token's, or the user's first) if the
+    caller belongs to it, else None."""
+    if token is not None:
+        return token.tenant_id if slug in (None, token.tenant.slug) else None
+    found = tenant_for_user(user=user, slug=slug)
+    return found[0].pk if found else None
+
+
+def job_last_event_seq(*, job_id: str) -> int:
+    return Job.objects.filter(pk=job_id).values_list("last_event_seq", flat=True).first() or 0
+
+
+def job_wire_events_after(*, job_id: str, after: int, limit: int) -> list[dict[str, Any]]:
+    return _wire(JobEvent.objects.filter(job_id=job_id, seq__gt=after).order_by("seq")[:limit])
+
+
+def latest_event_id() -> int:
+    return JobEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def tenant_event_keys(*, tenant_id: int, after_id: int, upto_id: int | None, limit: int) -> list[tuple[int, str, int]]:
+    """(id, job, seq) of the tenant's stored events above ``after_id``, oldest first, one page."""
+    rows = JobEvent.objects.filter(job__tenant_id=tenant_id, id__gt=after_id)
+    if upto_id is not None:
+        rows = rows.filter(id__lte=upto_id)
+    return [(i, str(j), s) for i, j, s in rows.order_by("id").values_list("id", "job_id", "seq")[:limit]]
+
+
+def wire_events_by_id(*, ids: list[int]) -> list[dict[str, Any]]:
+    return _wire(JobEvent.objects.filter(id__in=ids).order_by("id"))
+
+
+def tenant_events_beyond(*, tenant_id: int, after_id: int, limit: int) -> bool:
+    """Whether the tenant has more than ``limit`` stored events above ``after_id``."""
+    beyond = JobEvent.objects.filter(job__tenant_id=tenant_id, id__gt=after_id).order_by("id")[limit : limit + 1]
+    return bool(list(beyond.values_list("id", flat=True)))
+
+
+def event_ids_at(*, seqs: dict[str, int]) -> dict[str, int]:
+    """Per job, the id of its event at seq ``seqs[job]``."""
+    if not seqs:
+        return {}
+    wanted = Q()
+    for job_id, seq in seqs.items():
+        wanted |= Q(job_id=job_id, seq=seq)
+    return {str(j): i for j, i in JobEvent.objects.filter(wanted).values_list("job_id", "id")}
+
+
+def wire_events_in_holes(*, holes: list[Hole], floor: int) -> dict[Hole, list[dict[str, Any]]]:
+    """The stored events each hole is missing (see ``Hole``), in order."""
+    wanted = Q()
+    for h in holes:
+        wanted |= Q(job_id=h.job_id, seq__lt=h.before) & (Q(id__gt=floor) if h.after is None else Q(seq__gt=h.after))
+    events = _wire(JobEvent.objects.filter(wanted).order_by("id"))
+    return {h: [e for e in events if e["job_id"] == h.job_id and (h.after or 0) < e["seq"] < h.before] for h in holes}
