@@ -12,10 +12,10 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from webapp.api.request_limits import AsgiBodyCap  # noqa: E402
+from webapp.api.ws_auth import OriginOrTokenValidator, TokenAuthMiddleware  # noqa: E402
 from webapp.gc_tuning import freeze_startup_heap  # noqa: E402
 from webapp.jobs.routing import websocket_urlpatterns  # noqa: E402
-from webapp.request_limits import AsgiBodyCap  # noqa: E402
-from webapp.ws_auth import OriginOrTokenValidator, TokenAuthMiddleware  # noqa: E402
 
 application = ProtocolTypeRouter(
     {

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.auth.signals import user_login_failed
 from django.http import HttpRequest, HttpResponse
 
-from webapp.throttling import FailureGuard, client_address
+from webapp.api.throttling import FailureGuard, client_address
 
 DEFAULT_LOGIN_FAILURE_RATE = "10/min"
 LOGIN_PATHS = frozenset({settings.LOGIN_URL, "/admin/login/"})

@@ -56,10 +56,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "webapp.api_errors.ApiErrorMiddleware",  # outermost: sees every response, debug pages included
+    "webapp.api.errors.ApiErrorMiddleware",  # outermost: sees every response, debug pages included
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "webapp.request_limits.RequestLimitsMiddleware",  # before CSRF, which may read the body
+    "webapp.api.request_limits.RequestLimitsMiddleware",  # before CSRF, which may read the body
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -205,30 +205,30 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "tenants.authentication.ApiTokenAuthentication",
+        "webapp.api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "webapp.api_errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "webapp.api.errors.api_exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     # JSON only (dataset uploads add multipart themselves): one parser that refuses what cannot
     # be stored, rather than form parsers that pass NUL characters through to Postgres.
-    "DEFAULT_PARSER_CLASSES": ["webapp.api_parsers.StrictJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["webapp.api.parsers.StrictJSONParser"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # Proxies in front whose X-Forwarded-For is believed for throttling; none by default, so a
     # client cannot choose the address its limits are counted under.
     "NUM_PROXIES": int(env_float("API_NUM_PROXIES", 0)),
-    "DEFAULT_THROTTLE_CLASSES": ["webapp.throttling.CallerRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["webapp.api.throttling.CallerRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "caller": env_str("API_RATE_PER_CALLER", "1200/min"),
         "job_create": env_str("API_RATE_JOB_CREATE", "240/min"),
     },
 }
-API_MAX_BODY_BYTES = int(env_float("API_MAX_BODY_BYTES", 1024 * 1024))  # larger: 413 (webapp/request_limits.py)
+API_MAX_BODY_BYTES = int(env_float("API_MAX_BODY_BYTES", 1024 * 1024))  # larger: 413 (webapp/api/request_limits.py)
 API_BAD_TOKEN_RATE = env_str("API_BAD_TOKEN_RATE", "30/min")  # bad tokens per address, then 429
 LOGIN_FAILURE_RATE = env_str("LOGIN_FAILURE_RATE", "10/min")  # failed sign-ins per address and per username
 SPECTACULAR_SETTINGS = {
@@ -238,7 +238,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "webapp.api_errors.document_error_responses",
+        "webapp.api.errors.document_error_responses",
     ],
 }
 

@@ -19,6 +19,6 @@ urlpatterns = [
 ]
 
 # Under /api/ these answer in the API's one error shape; elsewhere Django's own pages.
-handler400 = "webapp.api_errors.bad_request"
-handler404 = "webapp.api_errors.not_found"
-handler500 = "webapp.api_errors.server_error"
+handler400 = "webapp.api.errors.bad_request"
+handler404 = "webapp.api.errors.not_found"
+handler500 = "webapp.api.errors.server_error"

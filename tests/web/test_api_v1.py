@@ -244,7 +244,7 @@ def test_engine_usage_and_checkpoints_are_ledgered_exactly_once(make_actor, engi
 
 
 def test_too_many_submits_get_429_with_retry_after(make_actor, monkeypatch) -> None:
-    from webapp.throttling import JobCreateRateThrottle
+    from webapp.api.throttling import JobCreateRateThrottle
 
     monkeypatch.setattr(JobCreateRateThrottle, "THROTTLE_RATES", {"job_create": "2/min"})
     c = client_for(make_actor("acme").token)

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from webapp.api_inputs import KnownFieldsOnly
+from webapp.api.inputs import KnownFieldsOnly
 from webapp.datasets.models import Dataset
 from webapp.datasets.services import dataset_ref
 

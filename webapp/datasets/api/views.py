@@ -14,9 +14,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.api_inputs import KnownQueryOnly, unknown_name
-from webapp.api_parsers import StrictJSONParser
-from webapp.api_schema import results_of
+from webapp.api.inputs import KnownQueryOnly, unknown_name
+from webapp.api.parsers import StrictJSONParser
+from webapp.api.schema import results_of
+from webapp.api.tenancy import TenantScoped, resolve_tenant
 from webapp.datasets import selectors, services
 from webapp.datasets.api.serializers import (
     DatasetCreateInput,
@@ -26,7 +27,6 @@ from webapp.datasets.api.serializers import (
     GraderDryRunInput,
 )
 from webapp.datasets.models import Dataset
-from webapp.tenancy import TenantScoped, resolve_tenant
 
 UPLOAD_OVERHEAD_BYTES = 1024 * 1024
 """Room for a request's envelope (JSON escaping, multipart headers) beyond the file itself."""
@@ -49,7 +49,7 @@ class DatasetListView(KnownQueryOnly, APIView):
 
     @staticmethod
     def max_body_bytes() -> int:
-        """The request size webapp.request_limits allows here (413 past it, before parsing):
+        """The request size webapp.api.request_limits allows here (413 past it, before parsing):
         a whole dataset, JSON-escaped at worst to twice its size, and the envelope."""
         return services.max_bytes() * 2 + UPLOAD_OVERHEAD_BYTES
 

@@ -20,13 +20,13 @@ from rest_framework.views import APIView
 from tenants.models import ApiToken, Quota, Scope
 from tenants.services import api_key_issue, api_token_revoke, quota_as_dict
 from webapp import engine_gateway
-from webapp.api_inputs import KnownFieldsOnly, KnownQueryOnly
-from webapp.api_schema import results_of
+from webapp.api.inputs import KnownFieldsOnly, KnownQueryOnly
+from webapp.api.schema import results_of
+from webapp.api.tenancy import TenantMember, TenantScoped, credential_name, resolve_tenant
 from webapp.jobs.admission import holding_jobs
 from webapp.jobs.api.serializers import ClusterTimelineOutput
 from webapp.jobs.models import Job, JobStatus
 from webapp.jobs.usage import month_gpu_hours, month_start, usage_summary
-from webapp.tenancy import TenantMember, TenantScoped, credential_name, resolve_tenant
 
 
 class QuotaView(KnownQueryOnly, APIView):

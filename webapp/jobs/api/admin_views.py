@@ -21,8 +21,8 @@ from rest_framework.views import APIView
 from tenants.models import ApiToken, AuditLog, BudgetAction, Role, Tenant
 from tenants.services import membership_add, membership_remove, quota_update, tenant_create
 from webapp import engine_gateway
-from webapp.api_inputs import KnownFieldsOnly, KnownQueryOnly, StrictCursorPagination
-from webapp.api_schema import results_of
+from webapp.api.inputs import KnownFieldsOnly, KnownQueryOnly, StrictCursorPagination
+from webapp.api.schema import results_of
 from webapp.jobs import task_queue
 from webapp.jobs.admission import capacity_summary, queue_summary
 from webapp.jobs.api.account_views import parse_day, quota_reports, tenant_quota_report

@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webapp import engine_gateway
-from webapp.api_inputs import KnownFieldsOnly
+from webapp.api.inputs import KnownFieldsOnly
 from webapp.jobs.models import FailureClass, Job, JobEvent, JobStatus
 from webapp.jobs.selectors import queue_position
 

@@ -23,11 +23,11 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from webapp.api_inputs import KnownQueryOnly, int_param
+from webapp.api.inputs import KnownQueryOnly, int_param
+from webapp.api.tenancy import TenantScoped, resolve_tenant
 from webapp.jobs import selectors
 from webapp.jobs.journal import event_payload
 from webapp.jobs.models import TERMINAL_STATUSES, Job, JobEvent
-from webapp.tenancy import TenantScoped, resolve_tenant
 
 POLL_S = 0.5
 HEARTBEAT_S = 15.0

@@ -18,9 +18,11 @@ from rest_framework.views import APIView
 
 from tenants.selectors import tenants_for_user
 from webapp import engine_gateway
-from webapp.api_errors import error_body
-from webapp.api_inputs import KnownQueryOnly, StrictCursorPagination, int_param, refuse_body
-from webapp.api_schema import results_of
+from webapp.api.errors import error_body
+from webapp.api.inputs import KnownQueryOnly, StrictCursorPagination, int_param, refuse_body
+from webapp.api.schema import results_of
+from webapp.api.tenancy import TenantScoped, resolve_tenant
+from webapp.api.throttling import JobCreateRateThrottle
 from webapp.jobs import idempotency, selectors
 from webapp.jobs.api.renderers import CSVRenderer, metrics_csv
 from webapp.jobs.api.serializers import (
@@ -39,8 +41,6 @@ from webapp.jobs.api.serializers import (
 from webapp.jobs.errors import ServiceError
 from webapp.jobs.models import Job, JobStatus
 from webapp.jobs.services import lifecycle, submit
-from webapp.tenancy import TenantScoped, resolve_tenant
-from webapp.throttling import JobCreateRateThrottle
 
 
 class JobCursorPagination(StrictCursorPagination):

@@ -19,7 +19,7 @@ from django.conf import settings
 
 from tenants.models import ApiToken
 from tenants.selectors import credential_active
-from webapp.api_inputs import unknown_query_param
+from webapp.api.inputs import unknown_query_param
 from webapp.jobs import selectors
 from webapp.jobs.realtime import Delivered, Hole, wire_event
 

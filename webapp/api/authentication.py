@@ -1,5 +1,5 @@
 """DRF authentication by API token: ``Authorization: Bearer jrl_<key id>_<secret>``; an address
-that sends too many bad tokens is refused for a while (429, see ``webapp.throttling``)."""
+that sends too many bad tokens is refused for a while (429, see ``webapp.api.throttling``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from tenants.services import api_token_authenticate
-from webapp.throttling import BadTokenGuard, client_address, too_many_bad_tokens
+from webapp.api.throttling import BadTokenGuard, client_address, too_many_bad_tokens
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):
@@ -40,7 +40,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 class ApiTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[misc]
     """Documents the token in the OpenAPI schema as an HTTP bearer scheme."""
 
-    target_class = "tenants.authentication.ApiTokenAuthentication"
+    target_class = "webapp.api.authentication.ApiTokenAuthentication"
     name = "apiToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

@@ -68,7 +68,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, exceptions.ValidationError):
         response.data = error_body("validation_error", "the request is invalid", _flatten(exc.detail))
     elif isinstance(exc, exceptions.ParseError):
-        field = getattr(exc, "field", "<body>")  # webapp.api_parsers.BodyInvalid names one
+        field = getattr(exc, "field", "<body>")  # webapp.api.parsers.BodyInvalid names one
         response.data = error_body("parse_error", str(exc.detail), [{"field": field, "message": str(exc.detail)}])
     elif isinstance(exc, exceptions.UnsupportedMediaType):
         response.data = error_body(

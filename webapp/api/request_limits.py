@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from webapp.api_errors import error_body
+from webapp.api.errors import error_body
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 

@@ -11,7 +11,7 @@ from channels.security.websocket import AllowedHostsOriginValidator
 
 from tenants.models import ApiToken
 from tenants.services import api_token_authenticate
-from webapp.throttling import BadTokenGuard, client_address
+from webapp.api.throttling import BadTokenGuard, client_address
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
