@@ -29,6 +29,7 @@ MATH = TRACES / "math_dapo_qwen2.5-32b.json"
 CODE = TRACES / "code_deepcoder_14b.json"
 SEARCH = TRACES / "search_r1_multiturn_qwen2.5-7b.json.gz"
 
+
 @pytest.fixture(scope="module")
 def math_trace() -> Trace:
     return load_math_trace(MATH)
