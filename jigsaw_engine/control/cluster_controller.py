@@ -1,5 +1,5 @@
 """``ClusterController``: every pipeline on the cluster, as sub-stage graphs, through a
-:class:`~jigsaw_engine.sched.protocol.Scheduler` and a :class:`~jigsaw_engine.runtime.protocol.Runtime`.
+:class:`~jigsaw_engine.sched.protocol.Scheduler` and a :class:`~jigsaw_engine.tasks.Runtime`.
 
 It is driven from outside: ``run_until_idle`` on a virtual clock (benchmarks, tests), or
 ``advance_to(now_s)`` paced against wall time by :class:`~jigsaw_engine.control.local_engine.LocalEngine`.
@@ -32,13 +32,13 @@ from jigsaw_engine.errors import DuplicatePipelineError, SpecError, UnknownPipel
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.graph.predict import GraphPredictor
 from jigsaw_engine.graph.substage import SubStage, SubStageGraph, SubStageKind
-from jigsaw_engine.runtime.protocol import Runtime, Task, TaskFinished
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage, Resizer, Scheduler
 from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.sim.sim_runtime import SimRuntime
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
 from jigsaw_engine.spec.pipeline import PipelineSpec, SyncMode, parse_pipeline_spec
+from jigsaw_engine.tasks import Runtime, Task, TaskFinished
 
 logger = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from jigsaw_engine.contracts import EventBatch, PipelineState
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
-from jigsaw_engine.runtime.protocol import Runtime
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
+from jigsaw_engine.tasks import Runtime
 
 logger = logging.getLogger(__name__)
 

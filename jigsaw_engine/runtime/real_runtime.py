@@ -17,8 +17,8 @@ from typing import Protocol
 
 from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
-from jigsaw_engine.runtime.protocol import Task, TaskFinished
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
+from jigsaw_engine.tasks import Task, TaskFinished
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class _Running:
 
 
 class RealRuntime:
-    """Implements :class:`~jigsaw_engine.runtime.protocol.Runtime` on a :class:`NodeExecutor`."""
+    """Implements :class:`~jigsaw_engine.tasks.Runtime` on a :class:`NodeExecutor`."""
 
     def __init__(self, executor: NodeExecutor) -> None:
         self._executor = executor

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
-from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.sched.protocol import ClusterView
 from jigsaw_engine.spec.pipeline import PipelineSpec
+from jigsaw_engine.tasks import Task
 
 SHARE_EPSILON = 1e-9
 

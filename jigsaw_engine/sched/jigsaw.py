@@ -44,7 +44,6 @@ from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.interference import InterferenceTable, load_interference_table
 from jigsaw_engine.graph.builder import TRAIN_STATE_BYTES_PER_PARAM, GraphConfig
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
-from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.sched.projection import (
     Demand,
     StepProfile,
@@ -56,6 +55,7 @@ from jigsaw_engine.sched.projection import (
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode
+from jigsaw_engine.tasks import Task
 
 JIGSAW_GRAPH = GraphConfig(dispatch="longest_first", overlap_rollouts=True, migrate_tails=True, early_logprobs=True)
 """How Jigsaw's pipelines are cut into sub-stages: length-aware dispatch, an async worker's next

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec.pipeline import PipelineSpec
+from jigsaw_engine.tasks import Task
 
 PAIR_SHARE = 0.5
 SHARE_EPSILON = 1e-9

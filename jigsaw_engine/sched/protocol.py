@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from jigsaw_engine.graph.substage import SubStage
-from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec
+from jigsaw_engine.tasks import Task
 
 
 @dataclass(frozen=True, slots=True)

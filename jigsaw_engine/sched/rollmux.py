@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.graph.substage import SubStageKind
-from jigsaw_engine.runtime.protocol import Task
 from jigsaw_engine.sched.protocol import ClusterView
 from jigsaw_engine.spec.pipeline import PipelineSpec
+from jigsaw_engine.tasks import Task
 
 
 @dataclass(frozen=True, slots=True)

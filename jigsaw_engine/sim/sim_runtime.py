@@ -1,4 +1,4 @@
-"""``SimRuntime``: the :class:`~jigsaw_engine.runtime.protocol.Runtime` on a virtual clock.
+"""``SimRuntime``: the :class:`~jigsaw_engine.tasks.Runtime` on a virtual clock.
 
 Deterministic: finishing tasks are ordered by (time, start sequence). Each task carries its
 remaining work in seconds-at-full-device and runs at a rate the runtime derives, never the
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jigsaw_engine.cost.interference import InterferenceTable, device_class, load_interference_table
-from jigsaw_engine.runtime.protocol import Task, TaskFinished
+from jigsaw_engine.tasks import Task, TaskFinished
 
 SHARE_EPSILON = 1e-9
 TIME_EPSILON = 1e-9

@@ -13,8 +13,8 @@ from jigsaw_engine.control.cluster_controller import MAX_WORKER_LOSSES, ClusterC
 from jigsaw_engine.control.local_engine import LocalEngine
 from jigsaw_engine.errors import DuplicatePipelineError, SpecError
 from jigsaw_engine.graph.substage import SubStageKind
-from jigsaw_engine.runtime.protocol import TaskFinished
 from jigsaw_engine.sim.sim_runtime import SimRuntime
+from jigsaw_engine.tasks import TaskFinished
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 

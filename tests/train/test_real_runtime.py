@@ -169,7 +169,7 @@ def test_jigsaw_run_rejects_a_workload_it_cannot_run_with_field_paths(tmp_path, 
 
 def test_a_failing_sub_stage_is_reported_with_its_task_and_cause():
     from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
-    from jigsaw_engine.runtime.protocol import Task
+    from jigsaw_engine.tasks import Task
 
     pipeline = build_real_pipeline(parse_pipeline_spec(tiny_spec("arith")), train_parts=1, options=FAST)
     executor = ThreadExecutor({"arith": pipeline})

@@ -1,4 +1,4 @@
-"""The ``Runtime`` protocol: what a scheduler's decisions run on, simulated or real.
+"""Tasks and the ``Runtime`` protocol: what a scheduler decides, and what runs it, simulated or real.
 
 The controller starts sub-stage tasks on devices and learns when they finish; whether a
 virtual clock (:class:`~jigsaw_engine.sim.sim_runtime.SimRuntime`) or Ray actors do the work
