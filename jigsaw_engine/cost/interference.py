@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from jigsaw_engine.graph.substage import ResourceClass
-
 TABLE_PATH = Path(__file__).with_name("profiles") / "interference.json"
 SPLITS = (0.3, 0.5, 0.7, 1.0)
 """Shares of a device's compute a sub-stage may be given (the discrete split set)."""
@@ -37,12 +35,6 @@ MODELLED_DESCRIPTION = (
     f"x{CO_RUN_OVERHEAD} for any co-run. Slowdowns are against the sub-stage alone on the whole device."
 )
 """The ``description`` of the modelled table as ``scripts/model_interference.py`` writes it."""
-
-
-def device_class(resource: ResourceClass) -> str:
-    """The table's class of a sub-stage on a device (host-bound work placed on devices, such as
-    loading weights, moves memory)."""
-    return "compute" if resource is ResourceClass.COMPUTE else "memory"
 
 
 def modelled_slowdowns(a: str, share_a: float, b: str | None, share_b: float) -> tuple[float, float]:

@@ -15,11 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jigsaw_engine.cost.interference import InterferenceTable, device_class, load_interference_table
+from jigsaw_engine.cost.interference import InterferenceTable, load_interference_table
+from jigsaw_engine.graph.substage import ResourceClass
 from jigsaw_engine.tasks import Task, TaskFinished
 
 SHARE_EPSILON = 1e-9
 TIME_EPSILON = 1e-9
+
+
+def device_class(resource: ResourceClass) -> str:
+    """The table's class of a sub-stage on a device (host-bound work placed on devices, such as
+    loading weights, moves memory)."""
+    return "compute" if resource is ResourceClass.COMPUTE else "memory"
 
 
 @dataclass(slots=True)
