@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("simulate", help="simulate a workload on a virtual clock under several policies")
     source = s.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", type=Path, help="YAML/JSON file with a cluster and pipelines")
-    source.add_argument("--mix", choices=sorted(MIXES), help="a built-in mix of BENCHMARKS.md")
+    source.add_argument("--mix", choices=sorted(MIXES), help="a built-in mix (docs/benchmarks.md)")
     s.add_argument("--variant", default=None, help="a mix's variant (e.g. M0: 16xa100; M5: areal)")
     s.add_argument("--policies", default="verl", help=f"comma separated; available: {', '.join(AVAILABLE)}")
     s.add_argument("--steps", type=int, default=None, help="override every pipeline's trainer.total_steps")
