@@ -22,7 +22,9 @@ ablations:
   (:mod:`jigsaw_engine.sched.projection`: each pipeline's steps profiled as a serial rollout
   plus data-parallel training, devices handed to whichever is projected to end last, a sync
   home shrinking for it only within ``max_slowdown`` of its own step time and only for a
-  real gain); pipelines are ranked by projected remaining time weighted by priority.
+  real gain; a higher priority then takes devices until it is projected the lower latency
+  ratio, :func:`~jigsaw_engine.sched.projection.priority_ordered`); pipelines are ranked by
+  projected remaining time weighted by priority.
   Without it (``greedy``): every idle device is lent, homes grow in proportion to what was
   asked for, and pipelines go in arrival order.
 - **taking turns** (``take_turns``, look-ahead only): alike synchronous pipelines each roll out
@@ -49,6 +51,7 @@ from jigsaw_engine.sched.projection import (
     StepProfile,
     balanced_widths,
     fair_floor,
+    priority_ordered,
     turns_devices,
     turns_step_s,
 )
@@ -304,11 +307,13 @@ class JigsawScheduler:
                 floor=floor,
                 tp=asked.tp,
                 priority=spec.priority,
+                asked=asked.num_gpus,
             )
         widths = balanced_widths(demands, view.num_devices)
+        ordered = priority_ordered(demands, widths, view.num_devices)
         home = len(self._home[pipeline_id])
-        if widths[pipeline_id] >= home:
-            return widths[pipeline_id]
+        if widths[pipeline_id] >= home or ordered[pipeline_id] != widths[pipeline_id]:
+            return ordered[pipeline_id]
 
         def latest(w: Mapping[str, int]) -> float:
             return max(d.remaining_s(w[pid]) for pid, d in demands.items())
