@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jigsaw_engine.bench.mixes import MIXES, build_mix
 from jigsaw_engine.bench.report import write_report
 from jigsaw_engine.bench.simulate import AVAILABLE, PolicyRun, simulate_workload
 from jigsaw_engine.bench.suite import SUITE_MIXES, TIMELINE_MIX, SuiteConfig, run_suite
 from jigsaw_engine.bench.timeline_plot import write_timeline_png
 from jigsaw_engine.errors import JigsawError, PolicyError, SpecError
 from jigsaw_engine.sim.traces import TraceError
-from jigsaw_engine.spec.mixes import MIXES, build_mix
 from jigsaw_engine.spec.workload_file import (
     FILE_FIELD,
     WorkloadFile,

@@ -23,9 +23,9 @@ import copy
 import statistics
 from typing import Any
 
+from jigsaw_engine.bench.mixes import mix_document
 from jigsaw_engine.bench.simulate import simulate_workload
 from jigsaw_engine.bench.suite import SUITE_MIXES
-from jigsaw_engine.spec.mixes import mix_document
 from jigsaw_engine.spec.workload_file import parse_workload
 
 AVERAGED = ("M0", "M1", "M2", "M3", "M4")

@@ -32,10 +32,10 @@ import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.bench.simulate import POLICIES, run_policy
 from jigsaw_engine.sched.projection import turns_devices, turns_step_s
 from jigsaw_engine.spec.cluster import ClusterSpec
-from jigsaw_engine.spec.mixes import build_mix
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, parse_pipeline_spec
 
 ROLLOUT_KINDS = ("prefill", "decode", "tool")

@@ -3,7 +3,7 @@
 Each (mix, seed) is one :func:`~jigsaw_engine.bench.simulate.simulate_workload` call, so all
 policies of a cell share the controller, cost model, sampled rollouts and lower bound. The
 headline ratios are of medians over seeds. Random mixes (``--random N``) are drawn by
-:func:`~jigsaw_engine.spec.mixes.random_mix_document` and scored by whether ``jigsaw`` reaches
+:func:`~jigsaw_engine.bench.mixes.random_mix_document` and scored by whether ``jigsaw`` reaches
 the best baseline.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jigsaw_engine.bench.mixes import build_mix, build_random_mix, mix_document
 from jigsaw_engine.bench.simulate import POLICIES, PolicyRun, prepare, run_policy, simulate_workload
-from jigsaw_engine.spec.mixes import build_mix, build_random_mix, mix_document
 from jigsaw_engine.spec.workload_file import WorkloadFile, parse_workload
 
 BASELINES = ("verl", "streamrl", "areal", "rollmux", "muxserve")

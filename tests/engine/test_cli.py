@@ -170,7 +170,7 @@ def test_bench_writes_a_report_folder(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_random_mixes_are_reproducible_and_valid() -> None:
-    from jigsaw_engine.spec.mixes import build_random_mix, random_mix_document
+    from jigsaw_engine.bench.mixes import build_random_mix, random_mix_document
 
     assert random_mix_document(7) == random_mix_document(7)
     assert random_mix_document(7) != random_mix_document(8)

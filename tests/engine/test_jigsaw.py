@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import pytest
 
+from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy, simulate_workload
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
 from jigsaw_engine.sched.jigsaw import JigsawOptions, JigsawScheduler
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec import parse_pipeline_spec
-from jigsaw_engine.spec.mixes import build_mix
 from jigsaw_engine.spec.workload_file import parse_workload
 from jigsaw_engine.tasks import Task
 from tests.engine.builders import make_cluster, make_cost, make_spec

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.graph.substage import SubStageKind
@@ -13,7 +14,6 @@ from jigsaw_engine.migration.tails import Migration, plan_tail_migrations
 from jigsaw_engine.sim.decode_sim import WorkerRollout, simulate_worker
 from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.spec import parse_pipeline_spec
-from jigsaw_engine.spec.mixes import build_mix
 from tests.engine.builders import make_cost, make_spec
 
 

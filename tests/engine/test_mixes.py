@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from jigsaw_engine.bench.mixes import MAX_RESPONSE_TOKENS, MIXES, build_mix
 from jigsaw_engine.errors import SpecError
-from jigsaw_engine.spec.mixes import MAX_RESPONSE_TOKENS, MIXES, build_mix
 from jigsaw_engine.spec.pipeline import Algorithm, SyncMode, parse_pipeline_spec
 from tests.engine.builders import make_cost
 

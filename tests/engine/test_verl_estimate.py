@@ -8,13 +8,13 @@ from dataclasses import replace
 
 import pytest
 
+from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.control.verl_estimate import FinishedStep, verl_comparison
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
-from jigsaw_engine.spec.mixes import build_mix
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from tests.engine.builders import make_cluster, make_cost, make_spec
 

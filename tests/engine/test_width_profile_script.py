@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from jigsaw_engine.spec.mixes import build_mix
+from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from tests.scripts import load_script
 
