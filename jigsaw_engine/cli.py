@@ -31,7 +31,6 @@ from jigsaw_engine.bench.simulate import AVAILABLE, PolicyRun, simulate_workload
 from jigsaw_engine.bench.suite import SUITE_MIXES, TIMELINE_MIX, SuiteConfig, run_suite
 from jigsaw_engine.bench.timeline_plot import write_timeline_png
 from jigsaw_engine.errors import JigsawError, PolicyError, SpecError
-from jigsaw_engine.sim.traces import TraceError
 from jigsaw_engine.spec.workload_file import (
     FILE_FIELD,
     WorkloadFile,
@@ -39,6 +38,7 @@ from jigsaw_engine.spec.workload_file import (
     load_workload_file,
     read_document,
 )
+from jigsaw_engine.workload.traces import TraceError
 
 SUITE_CONFIG = SuiteConfig()
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -21,11 +21,11 @@ from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
 from jigsaw_engine.sched.jigsaw import JIGSAW_GRAPH, JigsawOptions, JigsawScheduler, jigsaw_resources
 from jigsaw_engine.sched.protocol import Scheduler
-from jigsaw_engine.sim.lengths import sample_step
-from jigsaw_engine.sim.traces import TraceError, load_trace_file
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import WorkloadFile
+from jigsaw_engine.workload.lengths import sample_step
+from jigsaw_engine.workload.traces import TraceError, load_trace_file
 
 Transform = Callable[[PipelineSpec, ClusterSpec], PipelineSpec]
 

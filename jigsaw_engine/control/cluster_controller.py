@@ -34,11 +34,11 @@ from jigsaw_engine.graph.predict import GraphPredictor
 from jigsaw_engine.graph.substage import SubStage, SubStageGraph, SubStageKind
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage, Resizer, Scheduler
-from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.sim.sim_runtime import SimRuntime
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
 from jigsaw_engine.spec.pipeline import PipelineSpec, SyncMode, parse_pipeline_spec
 from jigsaw_engine.tasks import Runtime, Task, TaskFinished
+from jigsaw_engine.workload.lengths import SequencePlan, sample_step
 
 logger = logging.getLogger(__name__)
 

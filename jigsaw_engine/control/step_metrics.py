@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from jigsaw_engine.sim.lengths import SequencePlan
 from jigsaw_engine.spec.pipeline import PipelineSpec
+from jigsaw_engine.workload.lengths import SequencePlan
 
 _STAGE_METRIC = {
     "reward": "timing_s/reward",

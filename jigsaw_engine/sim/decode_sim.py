@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.sim.lengths import SequencePlan
 from jigsaw_engine.spec.models import ModelSpec
+from jigsaw_engine.workload.lengths import SequencePlan
 
 
 @dataclass(slots=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.graph.builder import build_step_graph
 from jigsaw_engine.graph.substage import SubStageKind
-from jigsaw_engine.sim.lengths import sample_step
 from jigsaw_engine.spec.pipeline import PipelineSpec
+from jigsaw_engine.workload.lengths import sample_step
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from jigsaw_engine.cli import main
-from jigsaw_engine.sim.traces import load_trace_file
+from jigsaw_engine.workload.traces import load_trace_file
 from tests.engine.builders import make_spec
 
 ROOT = Path(__file__).resolve().parents[2]

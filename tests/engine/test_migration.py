@@ -12,8 +12,8 @@ from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.graph.substage import SubStageKind
 from jigsaw_engine.migration.tails import Migration, plan_tail_migrations
 from jigsaw_engine.sim.decode_sim import WorkerRollout, simulate_worker
-from jigsaw_engine.sim.lengths import SequencePlan, sample_step
 from jigsaw_engine.spec import parse_pipeline_spec
+from jigsaw_engine.workload.lengths import SequencePlan, sample_step
 from tests.engine.builders import make_cost, make_spec
 
 

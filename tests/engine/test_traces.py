@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw_engine.sim.lengths import sample_step
-from jigsaw_engine.sim.traces import (
+from jigsaw_engine.spec.pipeline import parse_pipeline_spec
+from jigsaw_engine.workload.lengths import sample_step
+from jigsaw_engine.workload.traces import (
     Trace,
     TraceReplay,
     TraceSummary,
@@ -21,7 +22,6 @@ from jigsaw_engine.sim.traces import (
     to_plan,
     trace_from_plans,
 )
-from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from tests.engine.builders import make_spec
 
 TRACES = Path(__file__).resolve().parents[2] / "data" / "traces"
@@ -212,7 +212,7 @@ def test_replay_maps_tool_calls_and_cap(search_trace: Trace) -> None:
 
 
 def test_trace_workloads_replay_the_recorded_lengths() -> None:
-    from jigsaw_engine.sim.traces import load_trace_file
+    from jigsaw_engine.workload.traces import load_trace_file
 
     spec = parse_pipeline_spec(make_spec(workload="math_trace", rollout={"max_response_length": 20480}))
     plans = sample_step(spec, 0)
@@ -225,7 +225,7 @@ def test_trace_workloads_replay_the_recorded_lengths() -> None:
 
 
 def test_a_missing_trace_says_where_it_looked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from jigsaw_engine.sim.traces import TraceError, load_trace_file
+    from jigsaw_engine.workload.traces import TraceError, load_trace_file
 
     monkeypatch.setenv("JIGSAW_TRACE_DIR", str(tmp_path))
     load_trace_file.cache_clear()

@@ -250,7 +250,7 @@ def test_the_forecast_on_a_machine_twice_as_slow_takes_twice_as_long():
     # Recorded sequences of two tiny jobs without tools, replayed on the CPU profile as it is
     # and slowed down twice: every sub-stage, so the makespan and each step, doubles.
     from jigsaw_engine.runtime.real_run import predict_with_simulator
-    from jigsaw_engine.sim.lengths import sample_step
+    from jigsaw_engine.workload.lengths import sample_step
 
     specs = {"p0-a": tiny_spec("a", steps=2), "p1-b": tiny_spec("b", workload="aime_refine", seed=3, steps=2)}
     plans = {pid: {k: sample_step(parse_pipeline_spec(spec), k) for k in range(2)} for pid, spec in specs.items()}
@@ -266,7 +266,7 @@ def test_the_forecast_on_a_machine_twice_as_slow_takes_twice_as_long():
 def test_the_forecast_counts_stages_from_a_step_on_leaving_a_warm_up_out():
     # scripts/time_real_steps.py times steps after a warm-up one; its forecast must count the same.
     from jigsaw_engine.runtime.real_run import predict_with_simulator
-    from jigsaw_engine.sim.lengths import sample_step
+    from jigsaw_engine.workload.lengths import sample_step
 
     specs = {"p0-a": tiny_spec("a", steps=2)}
     plans = {"p0-a": {k: sample_step(parse_pipeline_spec(specs["p0-a"]), k) for k in range(2)}}

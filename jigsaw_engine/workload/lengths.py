@@ -38,7 +38,7 @@ def step_rng(seed: int, step: int) -> random.Random:
 def sample_step(spec: PipelineSpec, step: int) -> list[SequencePlan]:
     """The sequences of one step, grouped: ``rollout.n`` consecutive plans share a prompt."""
     if spec.workload.trace is not None:
-        from jigsaw_engine.sim.traces import replay_step  # traces build on this module
+        from jigsaw_engine.workload.traces import replay_step  # traces build on this module
 
         return replay_step(spec, step)
     return list(_sample(spec.seed, spec.workload, spec.train_batch_size, spec.rollout.n,
