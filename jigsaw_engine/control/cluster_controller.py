@@ -38,7 +38,8 @@ from jigsaw_engine.sim.sim_runtime import SimRuntime
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
 from jigsaw_engine.spec.pipeline import PipelineSpec, SyncMode, parse_pipeline_spec
 from jigsaw_engine.tasks import Runtime, Task, TaskFinished
-from jigsaw_engine.workload.lengths import SequencePlan, sample_step
+from jigsaw_engine.workload.lengths import sample_step
+from jigsaw_engine.workload.plans import SequencePlan
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from jigsaw_engine.spec.pipeline import PipelineSpec
-from jigsaw_engine.workload.lengths import SequencePlan
+from jigsaw_engine.workload.plans import SequencePlan
 
 _STAGE_METRIC = {
     "reward": "timing_s/reward",

@@ -29,7 +29,7 @@ from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode
-from jigsaw_engine.workload.lengths import SequencePlan
+from jigsaw_engine.workload.plans import SequencePlan
 
 VERL_GRAPH = GraphConfig()
 """verl's step: round-robin dispatch, no overlapping or interrupted rollouts, no migration."""

@@ -31,7 +31,7 @@ from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec
 
 
 class SequenceShape(Protocol):
-    """What the bound needs of one sampled sequence; ``workload.lengths.SequencePlan`` has it.
+    """What the bound needs of one sampled sequence; ``workload.plans.SequencePlan`` has it.
 
     A protocol rather than an import so that ``cost`` does not depend on ``sim``, which is
     downstream of it."""

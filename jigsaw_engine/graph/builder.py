@@ -10,7 +10,7 @@ from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageGraph,
 from jigsaw_engine.migration.tails import Migration, plan_tail_migrations
 from jigsaw_engine.sim.decode_sim import BUCKET_NAMES, DecodeBuckets, WorkerRollout, simulate_worker
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
-from jigsaw_engine.workload.lengths import SequencePlan
+from jigsaw_engine.workload.plans import SequencePlan
 
 TRAIN_STATE_BYTES_PER_PARAM = 16.0
 """bf16 weights and gradients plus fp32 Adam moments and master weights, sharded over the

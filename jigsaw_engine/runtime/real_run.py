@@ -29,7 +29,7 @@ from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import WorkloadFile
-from jigsaw_engine.workload.lengths import SequencePlan
+from jigsaw_engine.workload.plans import SequencePlan
 
 RealPolicy = Literal["serial", "dedicated", "greedy", "jigsaw"]
 REAL_POLICIES: tuple[RealPolicy, ...] = ("serial", "dedicated", "greedy", "jigsaw")

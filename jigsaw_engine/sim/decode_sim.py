@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.spec.models import ModelSpec
-from jigsaw_engine.workload.lengths import SequencePlan
+from jigsaw_engine.workload.plans import SequencePlan
 
 
 @dataclass(slots=True)

@@ -32,7 +32,7 @@ from jigsaw_engine.rollout.protocol import RolloutEngine, SamplingParams
 from jigsaw_engine.train.critic import CriticConfig, CriticTrainer, ValueTrainer
 from jigsaw_engine.train.policy_trainer import ActorConfig, ActorTrainer, PolicyTrainer, mean_metrics
 from jigsaw_engine.train.token_batch import TokenBatch, collate
-from jigsaw_engine.workload.lengths import SequencePlan
+from jigsaw_engine.workload.plans import SequencePlan
 
 SAMPLES_PER_STEP = 4
 """Completions kept per step for people to read (the dashboard's samples)."""

@@ -4,42 +4,17 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 from functools import lru_cache
 
 from jigsaw_engine.spec.pipeline import PipelineSpec
 from jigsaw_engine.spec.workloads import WorkloadSpec
-
-
-@dataclass(frozen=True, slots=True)
-class SequencePlan:
-    prompt_tokens: int
-    turn_tokens: tuple[int, ...]
-    """Generated tokens in each turn (sum capped at ``rollout.max_response_length``)."""
-    tool_waits_s: tuple[float, ...]
-    """Tool latency after each turn but the last."""
-    tool_output_tokens: int
-
-    @property
-    def response_tokens(self) -> int:
-        return sum(self.turn_tokens)
-
-    @property
-    def total_tokens(self) -> int:
-        """Tokens the trainer sees: prompt, every turn, every tool output."""
-        return self.prompt_tokens + self.response_tokens + self.tool_output_tokens * len(self.tool_waits_s)
-
-
-def step_rng(seed: int, step: int) -> random.Random:
-    """One independent, reproducible stream per (pipeline seed, step)."""
-    return random.Random(seed * 1_000_003 + step)
+from jigsaw_engine.workload.plans import SequencePlan, step_rng
+from jigsaw_engine.workload.traces import replay_step
 
 
 def sample_step(spec: PipelineSpec, step: int) -> list[SequencePlan]:
     """The sequences of one step, grouped: ``rollout.n`` consecutive plans share a prompt."""
     if spec.workload.trace is not None:
-        from jigsaw_engine.workload.traces import replay_step  # traces build on this module
-
         return replay_step(spec, step)
     return list(_sample(spec.seed, spec.workload, spec.train_batch_size, spec.rollout.n,
                         spec.rollout.max_response_length, step))  # fmt: skip

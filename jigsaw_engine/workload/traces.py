@@ -4,7 +4,7 @@ The three traces in ``data/traces/`` (see its README) come in three shapes; the 
 them into one typed form, :class:`Trace`: prompt groups of sequences, each with its prompt, the
 tokens generated in each turn and the tool calls between turns. :func:`summarize` reduces a trace
 to the figures a scheduler cares about (tails, within-group spread, turns, tool waits), and
-:class:`TraceReplay` turns a trace into :class:`~jigsaw_engine.workload.lengths.SequencePlan` steps so
+:class:`TraceReplay` turns a trace into :class:`~jigsaw_engine.workload.plans.SequencePlan` steps so
 that the simulator can run the recorded workload instead of a fitted one.
 
 Paths are always passed in: the engine reads no environment variables.
@@ -25,7 +25,7 @@ from typing import Any
 
 from jigsaw_engine.errors import JigsawError
 from jigsaw_engine.spec.pipeline import PipelineSpec
-from jigsaw_engine.workload.lengths import SequencePlan, step_rng
+from jigsaw_engine.workload.plans import SequencePlan, step_rng
 
 MAX_TURNS_REPORTED = 5
 """Turn counts are reported as fractions of 1..5 turns; longer sequences count as 5."""

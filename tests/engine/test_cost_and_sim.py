@@ -15,7 +15,8 @@ from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import MODEL_CATALOGUE, parse_pipeline_spec
 from jigsaw_engine.spec.models import ModelSpec
-from jigsaw_engine.workload.lengths import SequencePlan, sample_step
+from jigsaw_engine.workload.lengths import sample_step
+from jigsaw_engine.workload.plans import SequencePlan
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 

@@ -10,7 +10,8 @@ from jigsaw_engine.graph.substage import ResourceClass, SubStageKind
 from jigsaw_engine.sim.decode_sim import DecodeBuckets, simulate_worker
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import parse_pipeline_spec
-from jigsaw_engine.workload.lengths import SequencePlan, sample_step
+from jigsaw_engine.workload.lengths import sample_step
+from jigsaw_engine.workload.plans import SequencePlan
 from tests.engine.builders import make_cost, make_spec
 
 

@@ -223,7 +223,8 @@ def test_a_wrong_prediction_costs_one_step_and_jigsaw_recovers() -> None:
     from jigsaw_engine.control.cluster_controller import ClusterController
     from jigsaw_engine.sched.jigsaw import JIGSAW_GRAPH
     from jigsaw_engine.spec.pipeline import PipelineSpec
-    from jigsaw_engine.workload.lengths import SequencePlan, sample_step
+    from jigsaw_engine.workload.lengths import sample_step
+    from jigsaw_engine.workload.plans import SequencePlan
 
     def drifting(spec: PipelineSpec, step: int) -> list[SequencePlan]:
         plans = sample_step(spec, step)

@@ -13,7 +13,8 @@ from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import MODEL_CATALOGUE, PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.spec.presets import PRESETS
-from jigsaw_engine.workload.lengths import SequencePlan, sample_step
+from jigsaw_engine.workload.lengths import sample_step
+from jigsaw_engine.workload.plans import SequencePlan
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 PRESET_SPECS: dict[str, dict[str, Any]] = {p.name: p.spec for p in PRESETS}

@@ -27,7 +27,7 @@ from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
-from jigsaw_engine.workload.lengths import SequencePlan
+from jigsaw_engine.workload.plans import SequencePlan
 
 MULTI_THREADED_KINDS = frozenset({SubStageKind.OLD_LOGPROB, SubStageKind.REF_LOGPROB, SubStageKind.TRAIN})
 """Pipeline-wide torch work: nothing else of the same (synchronous) pipeline runs meanwhile, so
