@@ -302,7 +302,7 @@ def _alone_s(cost: RooflineCostModel, spec: PipelineSpec, plan: SequenceShape) -
     """The sequence on an otherwise idle rollout worker: prefills, batch-1 decode, tool waits.
 
     Iteration cost is linear in context, so ``k`` iterations from context ``c`` cost exactly
-    ``k * t(1, c + (k - 1) / 2)`` (as in ``sim.decode_sim``)."""
+    ``k * t(1, c + (k - 1) / 2)`` (as in ``workload.decode_sim``)."""
     model, tp = spec.model, spec.resources.tp
     total = cost.prefill_s(model, tokens=plan.prompt_tokens, tp=tp) + sum(plan.tool_waits_s)
     context = float(plan.prompt_tokens)

@@ -8,8 +8,8 @@ from itertools import pairwise
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageGraph, SubStageKind
 from jigsaw_engine.migration.tails import Migration, plan_tail_migrations
-from jigsaw_engine.sim.decode_sim import BUCKET_NAMES, DecodeBuckets, WorkerRollout, simulate_worker
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
+from jigsaw_engine.workload.decode_sim import BUCKET_NAMES, DecodeBuckets, WorkerRollout, simulate_worker
 from jigsaw_engine.workload.plans import SequencePlan
 
 TRAIN_STATE_BYTES_PER_PARAM = 16.0

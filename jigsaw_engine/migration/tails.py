@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from jigsaw_engine.sim.decode_sim import WorkerRollout
+from jigsaw_engine.workload.decode_sim import WorkerRollout
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,10 @@ from jigsaw_engine.contracts import EventKind
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.interference import MODELLED_DESCRIPTION, TABLE_PATH, table_rows
-from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import MODEL_CATALOGUE, parse_pipeline_spec
 from jigsaw_engine.spec.models import ModelSpec
+from jigsaw_engine.workload.decode_sim import simulate_worker
 from jigsaw_engine.workload.lengths import sample_step
 from jigsaw_engine.workload.plans import SequencePlan
 from tests.engine.builders import make_cluster, make_cost, make_spec

@@ -19,9 +19,9 @@ from jigsaw_engine.cost.device import (
 )
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.graph.substage import SubStageGraph
-from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.spec import MODEL_CATALOGUE, parse_pipeline_spec
 from jigsaw_engine.spec.models import ModelSpec
+from jigsaw_engine.workload.decode_sim import simulate_worker
 from jigsaw_engine.workload.lengths import sample_step
 from jigsaw_engine.workload.plans import SequencePlan
 from tests.engine.builders import make_cost, make_spec

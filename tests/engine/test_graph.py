@@ -7,9 +7,9 @@ import pytest
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.graph.predict import GraphPredictor, role_of
 from jigsaw_engine.graph.substage import ResourceClass, SubStageKind
-from jigsaw_engine.sim.decode_sim import DecodeBuckets, simulate_worker
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import parse_pipeline_spec
+from jigsaw_engine.workload.decode_sim import DecodeBuckets, simulate_worker
 from jigsaw_engine.workload.lengths import sample_step
 from jigsaw_engine.workload.plans import SequencePlan
 from tests.engine.builders import make_cost, make_spec

@@ -9,10 +9,10 @@ import pytest
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.lower_bound import PipelineWork, chain_s, lower_bound, pipeline_work, roofline_device
-from jigsaw_engine.sim.decode_sim import simulate_worker
 from jigsaw_engine.sim.step_sim import simulate_step
 from jigsaw_engine.spec import MODEL_CATALOGUE, PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.spec.presets import PRESETS
+from jigsaw_engine.workload.decode_sim import simulate_worker
 from jigsaw_engine.workload.lengths import sample_step
 from jigsaw_engine.workload.plans import SequencePlan
 from tests.engine.builders import make_cluster, make_cost, make_spec
