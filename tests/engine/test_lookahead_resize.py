@@ -8,7 +8,7 @@ from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy
 from jigsaw_engine.contracts import PipelineState
 from jigsaw_engine.control.cluster_controller import ClusterController
-from jigsaw_engine.sched.projection import Demand, StepProfile, balanced_widths, fair_floor
+from jigsaw_engine.sched.jigsaw.projection import Demand, StepProfile, balanced_widths, fair_floor
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
 from tests.engine.builders import make_cluster, make_cost, make_spec
 

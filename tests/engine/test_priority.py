@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from jigsaw_engine.bench.simulate import simulate_workload
-from jigsaw_engine.sched.projection import Demand, StepProfile, balanced_widths, priority_ordered
+from jigsaw_engine.sched.jigsaw.projection import Demand, StepProfile, balanced_widths, priority_ordered
 from jigsaw_engine.spec.workload_file import parse_workload
 
 

@@ -20,7 +20,7 @@ from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.bench.simulate import POLICIES, PolicyRun, prepare, run_policy, simulate_workload
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
 from jigsaw_engine.sched.jigsaw import JigsawScheduler
-from jigsaw_engine.sched.projection import StepProfile
+from jigsaw_engine.sched.jigsaw.projection import StepProfile
 from jigsaw_engine.sched.protocol import ClusterView, ReadyStage
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import parse_workload

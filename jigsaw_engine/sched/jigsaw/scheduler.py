@@ -19,11 +19,11 @@ ablations:
 - **look-ahead** (``lookahead``): a loan is made only if the borrowed chain, rolled forward on
   its predicted durations, ends before the owner's rollout does (when the owner's training
   will want its home back); homes are resized to bring in the latest projected completion
-  (:mod:`jigsaw_engine.sched.projection`: each pipeline's steps profiled as a serial rollout
+  (:mod:`jigsaw_engine.sched.jigsaw.projection`: each pipeline's steps profiled as a serial rollout
   plus data-parallel training, devices handed to whichever is projected to end last, a sync
   home shrinking for it only within ``max_slowdown`` of its own step time and only for a
   real gain; a higher priority then takes devices until it is projected the lower latency
-  ratio, :func:`~jigsaw_engine.sched.projection.priority_ordered`); pipelines are ranked by
+  ratio, :func:`~jigsaw_engine.sched.jigsaw.projection.priority_ordered`); pipelines are ranked by
   projected remaining time weighted by priority.
   Without it (``greedy``): every idle device is lent, homes grow in proportion to what was
   asked for, and pipelines go in arrival order.
@@ -46,7 +46,7 @@ from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.interference import InterferenceTable, load_interference_table
 from jigsaw_engine.graph.builder import TRAIN_STATE_BYTES_PER_PARAM, GraphConfig
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
-from jigsaw_engine.sched.projection import (
+from jigsaw_engine.sched.jigsaw.projection import (
     Demand,
     StepProfile,
     balanced_widths,
