@@ -7,7 +7,7 @@ from itertools import pairwise
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageGraph, SubStageKind
-from jigsaw_engine.migration.tails import Migration, plan_tail_migrations
+from jigsaw_engine.graph.tails import Migration, plan_tail_migrations
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
 from jigsaw_engine.workload.decode_sim import BUCKET_NAMES, DecodeBuckets, WorkerRollout, simulate_worker
 from jigsaw_engine.workload.plans import SequencePlan
@@ -34,7 +34,7 @@ class GraphConfig:
     next step's rollout once this step's is down to its tail; the controller lets the next
     step's prefill start while the tail still decodes."""
     migrate_tails: bool = False
-    """Long-tail migration (:mod:`jigsaw_engine.migration.tails`) for async pipelines: workers
+    """Long-tail migration (:mod:`jigsaw_engine.graph.tails`) for async pipelines: workers
     entering their tail hand their unfinished sequences to a worker already in its tail; the
     source's chain ends there and the target's tail is split where they arrive (an edge from
     the source). Async only: there the freed devices start the next step's generation at once.

@@ -10,7 +10,7 @@ from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.bench.simulate import POLICIES, prepare, run_policy
 from jigsaw_engine.graph.builder import GraphConfig, build_step_graph
 from jigsaw_engine.graph.substage import SubStageKind
-from jigsaw_engine.migration.tails import Migration, plan_tail_migrations
+from jigsaw_engine.graph.tails import Migration, plan_tail_migrations
 from jigsaw_engine.spec import parse_pipeline_spec
 from jigsaw_engine.workload.decode_sim import WorkerRollout, simulate_worker
 from jigsaw_engine.workload.lengths import sample_step
