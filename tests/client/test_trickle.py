@@ -1,15 +1,15 @@
 """The demo's stream of new jobs: its pacing and its choice of tenant and job, on a fake clock;
-and the jobs ``scripts/demo.py`` trickles are specs the demo's cluster and quotas accept."""
+and the jobs the demo trickles (``devstack.demo``) are specs the demo's cluster and quotas accept."""
 
 from __future__ import annotations
 
 import pytest
 
+from devstack import demo
 from jigsaw_client.trickle import Trickle, TrickleJob
 from jigsaw_engine import api as engine_api
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS
-from tests.scripts import load_script
 
 JOBS = [
     TrickleJob("acme", "math-grpo", {"trainer": {"total_steps": 1}}),
@@ -110,7 +110,7 @@ def test_refuses_a_trickle_that_cannot_run(kwargs: dict[str, float], message: st
 def test_the_demos_new_jobs_are_valid_mixed_and_fit_a_tenants_quota(
     catalogue: str, presets: tuple, cluster: ClusterSpec, mode: str
 ) -> None:
-    jobs = getattr(load_script("demo"), catalogue)
+    jobs = getattr(demo, catalogue)
     specs = {p.name: p.spec for p in presets}
     resolved = []
     for job in jobs:

@@ -7,27 +7,10 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{what} did not listen on port {port} within {timeout_s:.0f}s")
+from devstack.launcher import free_port, wait_port
 
 
 def postgres_bin_dir() -> Path | None:
@@ -73,12 +56,6 @@ class PrivatePostgres:
         """``fast`` ends sessions cleanly; ``immediate`` is a crash (recovery runs at start)."""
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
 
-    def create_database(self, name: str) -> None:
-        import psycopg
-
-        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-
 
 class PrivateRedis:
     """Keeps nothing on disk, like the machine's: a restart loses queued tasks and groups."""
@@ -99,7 +76,7 @@ class PrivateRedis:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
         )
-        wait_port(self.port, 20, "redis-server")
+        wait_port(self.port, "redis-server", 20)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

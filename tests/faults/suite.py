@@ -10,8 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from devstack.launcher import ROOT
 from tests.faults.scenarios import REAL_FAILPOINTS, SCENARIOS, Outcome, format_table, run_scenario
-from tests.faults.stack import ROOT, FaultStack
+from tests.faults.stack import FaultStack
 
 LOG_DIR = ROOT / "test-artifacts" / "faults"
 ENGINE_SPEED = 40.0
