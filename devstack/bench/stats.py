@@ -1,5 +1,5 @@
-"""The arithmetic of the control-plane soak (``bench_control_plane.py --soak``): samples cut into
-windows, percentiles per window, the memory trend and the verdict, the printed table.
+"""The benchmark's arithmetic: latency percentiles, and for the soak (``--soak``) samples cut
+into windows, percentiles per window, the memory trend and its verdict, the printed table.
 
 Pure functions on plain data (no I/O, no third-party imports), so they can be tested alone.
 """
@@ -19,6 +19,33 @@ def percentile(sorted_values: Sequence[float], q: float) -> float | None:
         return None
     rank = max(1, math.ceil(q / 100 * len(sorted_values)))
     return sorted_values[rank - 1]
+
+
+def latency_summary(values_ms: Sequence[float]) -> dict[str, Any]:
+    if not values_ms:
+        return {"n": 0, "p50_ms": None, "p95_ms": None, "p99_ms": None, "max_ms": None, "mean_ms": None}
+    ordered = sorted(values_ms)
+    return {
+        "n": len(ordered),
+        "p50_ms": _round(percentile(ordered, 50), 2),
+        "p95_ms": _round(percentile(ordered, 95), 2),
+        "p99_ms": _round(percentile(ordered, 99), 2),
+        "max_ms": round(ordered[-1], 2),
+        "mean_ms": round(sum(ordered) / len(ordered), 2),
+    }
+
+
+def windowed_p99(samples: Sequence[tuple[float, float]], span_s: float, window_s: float) -> list[dict[str, Any]]:
+    """p99 per window of (seconds since the phase began, latency ms) samples; a trailing
+    part-window counts (the benchmark's phases are short)."""
+    count = max(1, math.ceil(span_s / window_s))
+    buckets: list[list[float]] = [[] for _ in range(count)]
+    for t, ms in samples:
+        buckets[min(count - 1, max(0, int(t // window_s)))].append(ms)
+    return [
+        {"from_s": i * window_s, "n": len(b), "p99_ms": _round(percentile(sorted(b), 99), 2)}
+        for i, b in enumerate(buckets)
+    ]
 
 
 def window_index(t: float, window_s: float, count: int) -> int | None:
@@ -92,7 +119,7 @@ MIN_JUDGED_S = 60.0
 
 
 def memory_verdict(
-    rss_bytes: dict[str, Sequence[tuple[float, float]]],
+    rss_bytes: Mapping[str, Sequence[tuple[float, float]]],
     duration_s: float,
     tolerance_mib_per_min: float,
     fills_by_s: Mapping[str, float] | None = None,
