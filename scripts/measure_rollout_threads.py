@@ -34,19 +34,13 @@ from pathlib import Path
 import torch
 
 from jigsaw_engine.runtime.host_allocator import keep_freed_memory
+from jigsaw_engine.runtime.profile_fit import amdahl_fraction
 from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.spec.pipeline import ResourceSpec, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import load_workload_file
 
 PROFILE = Path(__file__).resolve().parents[1] / "jigsaw_engine" / "cost" / "profiles" / "cpu.json"
 WORKERS = 2
-
-
-def parallel_fraction(one_after_the_other_s: float, at_once_s: float) -> float:
-    """Amdahl's fraction of two equal workers' time that overlaps: 1 when at once takes half
-    as long as one after the other, 0 when it takes as long; clamped to [0, 1] (a pair of
-    noisy steps can land outside)."""
-    return min(1.0, max(0.0, 2.0 - 2.0 * at_once_s / one_after_the_other_s))
 
 
 def _rollouts(job: object, cores: list[int]) -> float:
@@ -89,7 +83,7 @@ def measure(spec_raw: dict[str, object], steps: int, cores: list[int], cache_dir
         if step > 0:  # the first is a warm-up
             per_token[mode].append(seconds / tokens)
     pairs = zip(per_token["one after the other"], per_token["at once"], strict=False)
-    fractions = [parallel_fraction(serial, together) for serial, together in pairs]
+    fractions = [amdahl_fraction(serial, together) for serial, together in pairs]
     serial_us = statistics.median(per_token["one after the other"]) * 1e6
     together_us = statistics.median(per_token["at once"]) * 1e6
     line = (

@@ -1,4 +1,7 @@
-"""Import a program of ``scripts/`` (not a package) as a module, for its tests."""
+"""Import a program of ``scripts/`` (not a package) as a module, for its tests.
+
+Only for ``measure_gpu_profile.py``, which must stay one file that can be copied alone to a GPU
+host. Every other script is a thin CLI: what tests need of it lives in a package."""
 
 from __future__ import annotations
 
