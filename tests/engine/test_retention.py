@@ -160,6 +160,7 @@ def test_the_jigsaw_scheduler_holds_nothing_of_the_pipelines_that_ended() -> Non
         keys = value.keys() if isinstance(value, dict) else value if isinstance(value, set) else ()
         return {k[0] if isinstance(k, tuple) else k for k in keys if isinstance(k, (str, tuple))}
 
-    held = set().union(*(pipelines_in(v) for v in vars(scheduler).values()))
-    held |= set().union(*(pipelines_in(v) for v in scheduler._resident.values()))
+    mechanisms = (scheduler.homes, scheduler.placement, scheduler.turns, scheduler.split)
+    held = set().union(*(pipelines_in(v) for m in mechanisms for v in vars(m).values()))
+    held |= set().union(*(pipelines_in(v) for v in scheduler.placement.resident.values()))
     assert held == {"live"}

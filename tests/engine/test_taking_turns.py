@@ -35,7 +35,7 @@ def _scheduler_with_profiles(
     view = ClusterView(0.0, devices, {}, (), specs, tuple(names))
     scheduler.admit(view, specs)
     for name in names:
-        scheduler._profile[name] = profile  # as observed after their first step
+        scheduler.homes.profiles[name] = profile  # as observed after their first step
     return scheduler
 
 
@@ -50,7 +50,7 @@ def test_the_plan_takes_the_turns_that_step_soonest_worked_by_hand() -> None:
     specs = {n: parse_pipeline_spec(make_spec(name=n)) for n in ("a", "b")}
     scheduler = _scheduler_with_profiles(StepProfile(20.0, 40.0, sync_s=2.0), ("a", "b"), 4, specs)
     view = ClusterView(30.0, 4, {}, (), specs, ())
-    turns = scheduler._plan_turns(view)
+    turns = scheduler.turns.plan(view)
     assert turns is not None
     assert (turns.width, turns.at_once) == (3, 1)
     assert turns.period_s == pytest.approx(18 + 40 / 3 + 2)
@@ -62,10 +62,10 @@ def test_no_turns_for_unlike_pipelines_or_when_they_would_not_pay() -> None:
     light = StepProfile(20.0, 4.0, sync_s=2.0)  # training 2 s at home: turns cannot shorten 22 s by 5%
     specs = {n: parse_pipeline_spec(make_spec(name=n)) for n in ("a", "b")}
     scheduler = _scheduler_with_profiles(light, ("a", "b"), 4, specs)
-    assert scheduler._plan_turns(ClusterView(30.0, 4, {}, (), specs, ())) is None
+    assert scheduler.turns.plan(ClusterView(30.0, 4, {}, (), specs, ())) is None
     unlike = {"a": specs["a"], "b": parse_pipeline_spec(make_spec(name="b", workload="math"))}
     scheduler = _scheduler_with_profiles(StepProfile(20.0, 40.0, sync_s=2.0), ("a", "b"), 4, unlike)
-    assert scheduler._plan_turns(ClusterView(30.0, 4, {}, (), unlike, ())) is None
+    assert scheduler.turns.plan(ClusterView(30.0, 4, {}, (), unlike, ())) is None
 
 
 def test_on_m1_the_jobs_take_turns_to_train_wide_and_the_mix_ends_sooner() -> None:
