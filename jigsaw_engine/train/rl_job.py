@@ -27,9 +27,9 @@ from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.advantages import AdvantageEstimator, compute_advantages, gae_advantages, outcome_token_rewards
 from jigsaw_engine.rl.dapo import count_informative_groups, informative_groups, overlong_penalty
 from jigsaw_engine.rl.kl import estimate_kl
-from jigsaw_engine.rollout.episodes import EpisodeBatch, EpisodeResult
 from jigsaw_engine.rollout.protocol import RolloutEngine, SamplingParams
 from jigsaw_engine.train.critic import CriticConfig, CriticTrainer, ValueTrainer
+from jigsaw_engine.train.episodes import EpisodeBatch, EpisodeResult
 from jigsaw_engine.train.policy_trainer import ActorConfig, ActorTrainer, PolicyTrainer, mean_metrics
 from jigsaw_engine.train.token_batch import TokenBatch, collate
 from jigsaw_engine.workload.plans import SequencePlan

@@ -9,10 +9,10 @@ import torch
 
 from jigsaw_engine.envs.self_refine import SelfRefineEnv
 from jigsaw_engine.rl import metrics as names
-from jigsaw_engine.rollout.episodes import collect_episodes
 from jigsaw_engine.rollout.protocol import SamplingParams
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
 from jigsaw_engine.train.critic import CriticConfig
+from jigsaw_engine.train.episodes import collect_episodes
 from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 
