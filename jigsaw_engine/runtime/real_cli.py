@@ -16,7 +16,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from jigsaw_engine.cli import UsageError, at_least, check_output_path, known_names, load_workload_arg, spec_error_text
+from jigsaw_engine.cli.args import (
+    UsageError,
+    at_least,
+    check_output_path,
+    known_names,
+    load_workload_arg,
+    spec_error_text,
+)
 from jigsaw_engine.errors import JigsawError, SpecError
 from jigsaw_engine.runtime.machine_speed import reference_seconds
 from jigsaw_engine.runtime.real_jobs import RealJobOptions

@@ -21,7 +21,6 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,54 +29,20 @@ from jigsaw_engine.bench.report import write_report
 from jigsaw_engine.bench.simulate import AVAILABLE, PolicyRun, simulate_workload
 from jigsaw_engine.bench.suite import SUITE_MIXES, TIMELINE_MIX, SuiteConfig, run_suite
 from jigsaw_engine.bench.timeline_plot import write_timeline_png
-from jigsaw_engine.errors import JigsawError, PolicyError, SpecError
-from jigsaw_engine.spec.workload_file import (
-    FILE_FIELD,
-    WorkloadFile,
-    check_document,
-    load_workload_file,
-    read_document,
+from jigsaw_engine.cli.args import (
+    UsageError,
+    at_least,
+    check_output_path,
+    known_names,
+    load_workload_arg,
+    spec_error_text,
 )
+from jigsaw_engine.errors import JigsawError, PolicyError, SpecError
+from jigsaw_engine.spec.workload_file import check_document, read_document
 from jigsaw_engine.workload.traces import TraceError
 
 SUITE_CONFIG = SuiteConfig()
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad input the user can fix: printed as ``error: <message>``, exit status 2."""
-
-
-def spec_error_text(source: str, exc: SpecError) -> str:
-    """Every problem of ``source`` (a file): the file's own in a line, the fields' under a
-    count, one ``path: message`` a line."""
-    lines = [f"{source}: {e.message}" for e in exc.errors if e.field == FILE_FIELD]
-    fields = [e for e in exc.errors if e.field != FILE_FIELD]
-    if fields:
-        lines.append(f"{source}: {len(fields)} problem{'s' if len(fields) != 1 else ''}")
-        lines += [f"  {e}" for e in fields]
-    return "\n".join(lines)
-
-
-def load_workload_arg(path: Path) -> WorkloadFile:
-    """``--workload``'s file, parsed; every problem with it is a :class:`UsageError`."""
-    try:
-        return load_workload_file(path)
-    except SpecError as exc:
-        raise UsageError(spec_error_text(f"--workload {path}", exc)) from None
-
-
-def check_output_path(flag: str, path: Path) -> None:
-    """Refuse a file to write into a folder that is not there before any work is done."""
-    if path.is_dir():
-        raise UsageError(f"{flag} {path}: is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise UsageError(f"{flag} {path}: no folder {path.parent}; create it or write elsewhere")
-
-
-def at_least(flag: str, value: int | None, minimum: int) -> None:
-    if value is not None and value < minimum:
-        raise UsageError(f"{flag}: must be >= {minimum}, got {value}")
 
 
 def _print_table(result: dict[str, Any]) -> None:
@@ -109,15 +74,6 @@ class _ProgressBar:
         line = f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name:20s} {elapsed:6.1f} s"
         end = "\n" if not self._tty or done == total else ""
         print(("\r" if self._tty else "") + line, end=end, file=sys.stderr, flush=True)
-
-
-def known_names(flag: str, raw: str, available: Sequence[str]) -> tuple[str, ...]:
-    """A comma separated list of names, each one of ``available``."""
-    names = tuple(n for n in raw.split(",") if n)
-    unknown = [n for n in names if n not in available]
-    if unknown or not names:
-        raise UsageError(f"{flag}: unknown {', '.join(unknown) or '(none)'}; available: {', '.join(available)}")
-    return names
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -302,7 +258,3 @@ def main(argv: list[str] | None = None) -> int:
     except JigsawError as exc:  # a pipeline that failed in the simulator
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
-
-
-if __name__ == "__main__":
-    sys.exit(main())
