@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from jigsaw_engine.control.cluster_controller import TimelineSpan
+from jigsaw_engine.control.run_record import TimelineSpan
 
 # Hatch key -> (legend label, hatch). Decode's tail bucket gets its own key ("decode:tail").
 _HATCHES: dict[str, tuple[str, str]] = {

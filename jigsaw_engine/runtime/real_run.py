@@ -17,7 +17,8 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Literal
 
-from jigsaw_engine.control.cluster_controller import ClusterController, TimelineSpan
+from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.control.run_record import TimelineSpan
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile, slowed_down
 from jigsaw_engine.errors import FieldError, SpecError

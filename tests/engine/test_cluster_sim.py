@@ -10,7 +10,7 @@ import pytest
 
 from jigsaw_engine.bench.mixes import build_mix
 from jigsaw_engine.bench.simulate import POLICIES, Policy, prepare, run_policy, simulate_workload, workload_lower_bound
-from jigsaw_engine.control.cluster_controller import TimelineSpan
+from jigsaw_engine.control.run_record import TimelineSpan
 from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
 from jigsaw_engine.sim.sim_runtime import SimRuntime

@@ -11,7 +11,8 @@ import pytest
 from matplotlib.colors import to_rgb
 
 from jigsaw_engine.bench.timeline_plot import write_timeline_png
-from jigsaw_engine.control.cluster_controller import ClusterController, TimelineSpan
+from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.control.run_record import TimelineSpan
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -1,6 +1,6 @@
 """The forecast breakdown of `jigsaw run`: where a pipeline's seconds went, by sub-stage kind."""
 
-from jigsaw_engine.control.cluster_controller import TimelineSpan
+from jigsaw_engine.control.run_record import TimelineSpan
 from jigsaw_engine.runtime.real_run import stage_seconds
 
 
