@@ -129,7 +129,7 @@ def _timeline_path(base: Path, policy: str, count: int) -> Path:
 def _run_real(args: argparse.Namespace) -> int:
     """``jigsaw run``: imported lazily, so the planning commands never load torch or Ray."""
     try:
-        from jigsaw_engine.runtime.real_cli import run_command
+        from jigsaw_engine.cli.run import run_command
     except ModuleNotFoundError as exc:
         raise UsageError(f"jigsaw run needs {exc.name}: pip install 'jigsawrl[rl,ray]'") from None
     return run_command(args)
