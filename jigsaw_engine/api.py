@@ -88,7 +88,7 @@ def validate_spec(
         return exc.errors
     errors = check_fits_cluster(parsed, cluster) if cluster is not None else []
     if mode == "real":
-        from jigsaw_engine.runtime.real_checks import check_real_spec
+        from jigsaw_engine.real.checks import check_real_spec
 
         errors += check_real_spec(parsed)
     return errors
@@ -147,8 +147,8 @@ def _real_backend(config: EngineConfig, *, pipeline_actors: bool) -> Any:
     """Imported only in real mode: it brings torch and transformers."""
     from pathlib import Path
 
-    from jigsaw_engine.runtime.real_jobs import RealJobOptions
-    from jigsaw_engine.runtime.service_executor import ServiceBackend, ServiceExecutor, ServiceNodeExecutor
+    from jigsaw_engine.real.jobs import RealJobOptions
+    from jigsaw_engine.real.service_executor import ServiceBackend, ServiceExecutor, ServiceNodeExecutor
     from jigsaw_engine.sched.registry import graph_config_for
 
     options = RealJobOptions(

@@ -4,7 +4,7 @@
 
 The job is the ``math-grpo`` preset that the dashboard offers in real mode (tiny Qwen2, 1M
 parameters, 8 replies per prompt), built by the same code as ``jigsaw run`` and the service
-(:func:`~jigsaw_engine.runtime.real_jobs.build_real_pipeline`): the same warm-up, learning
+(:func:`~jigsaw_engine.real.jobs.build_real_pipeline`): the same warm-up, learning
 rate, KL loss, four optimizer steps per update. Only the prompts per step (``--batch``) and the
 step count are set here. Every 10 steps it prints the mean exact-match reward of the last 10
 steps and the wall time since RL began (the warm-up is timed apart).
@@ -19,8 +19,8 @@ import time
 
 import torch
 
+from jigsaw_engine.real.jobs import build_real_pipeline
 from jigsaw_engine.rl import metrics as names
-from jigsaw_engine.runtime.real_jobs import build_real_pipeline
 from jigsaw_engine.sched.registry import graph_config_for
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.presets import REAL_PRESETS

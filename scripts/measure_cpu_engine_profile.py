@@ -66,6 +66,12 @@ from jigsaw_engine.envs.graders import grade_numeric
 from jigsaw_engine.models.loading import build_tiny_model
 from jigsaw_engine.models.presets import tiny_preset
 from jigsaw_engine.models.tokenizer_build import build_tokenizer
+from jigsaw_engine.real.jobs import (
+    OPTIMIZER_STEPS_PER_UPDATE,
+    TINY_MICRO_BATCH_OVERHEAD_TOKENS,
+    TINY_MICRO_BATCH_ROWS,
+    TINY_MICRO_BATCH_TOKENS,
+)
 from jigsaw_engine.rollout.protocol import RolloutRequest, SamplingParams
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
 from jigsaw_engine.runtime.profile_fit import (
@@ -82,12 +88,6 @@ from jigsaw_engine.runtime.profile_fit import (
     fit_decode,
     fit_flops_plus_extra,
     median_of,
-)
-from jigsaw_engine.runtime.real_jobs import (
-    OPTIMIZER_STEPS_PER_UPDATE,
-    TINY_MICRO_BATCH_OVERHEAD_TOKENS,
-    TINY_MICRO_BATCH_ROWS,
-    TINY_MICRO_BATCH_TOKENS,
 )
 from jigsaw_engine.spec.models import MODEL_CATALOGUE
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer

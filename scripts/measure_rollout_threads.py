@@ -33,9 +33,9 @@ from pathlib import Path
 
 import torch
 
+from jigsaw_engine.real.jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.runtime.host_allocator import keep_freed_memory
 from jigsaw_engine.runtime.profile_fit import amdahl_fraction
-from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.spec.pipeline import ResourceSpec, parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import load_workload_file
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import torch
 
-import jigsaw_engine.runtime.real_jobs as real_jobs
+import jigsaw_engine.real.jobs as real_jobs
 from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.real.run import predict_with_simulator, real_graph
 from jigsaw_engine.runtime.machine_speed import reference_seconds, slowdown_range
-from jigsaw_engine.runtime.real_run import predict_with_simulator, real_graph
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import load_workload_file
 

@@ -25,16 +25,16 @@ from jigsaw_engine.cli.args import (
     spec_error_text,
 )
 from jigsaw_engine.errors import JigsawError, SpecError
-from jigsaw_engine.runtime.machine_speed import reference_seconds
-from jigsaw_engine.runtime.real_jobs import RealJobOptions
-from jigsaw_engine.runtime.real_run import (
+from jigsaw_engine.real.jobs import RealJobOptions
+from jigsaw_engine.real.real_runtime import NodeExecutor, ThreadExecutor
+from jigsaw_engine.real.run import (
     REAL_POLICIES,
     ExecutorFactory,
     RealPolicy,
     check_real_workload,
     run_real_workload,
 )
-from jigsaw_engine.runtime.real_runtime import NodeExecutor, ThreadExecutor
+from jigsaw_engine.runtime.machine_speed import reference_seconds
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 
@@ -71,7 +71,7 @@ def _executor_factory(kind: str, options: RealJobOptions) -> ExecutorFactory:
     """Ray actors (one process per pipeline) or threads of this process."""
 
     def threads(specs: Mapping[str, Mapping[str, Any]], train_parts: int, cluster: ClusterSpec) -> NodeExecutor:
-        from jigsaw_engine.runtime.real_jobs import build_real_pipeline
+        from jigsaw_engine.real.jobs import build_real_pipeline
 
         pipelines = {
             pid: build_real_pipeline(parse_pipeline_spec(s), train_parts=train_parts, options=options)

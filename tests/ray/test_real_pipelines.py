@@ -9,11 +9,11 @@ import pytest
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
+from jigsaw_engine.real.jobs import WARMUP_STEPS, RealJobOptions
+from jigsaw_engine.real.real_runtime import RealRuntime
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.runtime.ray.pipeline_actor import RayExecutor
 from jigsaw_engine.runtime.ray.placement import ACTOR_SHARE
-from jigsaw_engine.runtime.real_jobs import WARMUP_STEPS, RealJobOptions
-from jigsaw_engine.runtime.real_runtime import RealRuntime
 from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from tests.ray.conftest import all_cpus_free, eventually, free_cpus
@@ -85,8 +85,8 @@ def test_a_job_killed_mid_step_resumes_with_no_step_lost_or_repeated(ray_cluster
     per-step rewards) of an uninterrupted run."""
     import ray
 
+    from jigsaw_engine.real.jobs import RealJobOptions
     from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor
-    from jigsaw_engine.runtime.real_jobs import RealJobOptions
 
     spec = _spec("arith", "gsm8k", 7, 8)
     spec["data"] = {"train_batch_size": 16}

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from jigsaw_engine.real.jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.runtime.ray.trainer_group import CriticGroup, TrainerGroup
-from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.sched.registry import graph_config_for
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.train.critic import CriticTrainer

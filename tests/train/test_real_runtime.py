@@ -14,10 +14,10 @@ from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.errors import SpecError
+from jigsaw_engine.real.jobs import RealJobOptions, build_real_pipeline, check_real_spec
+from jigsaw_engine.real.pipeline import RealPipeline
+from jigsaw_engine.real.real_runtime import RealRuntime, ThreadExecutor
 from jigsaw_engine.rl import metrics as names
-from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline, check_real_spec
-from jigsaw_engine.runtime.real_pipeline import RealPipeline
-from jigsaw_engine.runtime.real_runtime import RealRuntime, ThreadExecutor
 from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
@@ -249,7 +249,7 @@ def test_a_pipeline_grown_onto_a_spare_core_runs_its_steps_wider_and_learns_the_
 def test_the_forecast_on_a_machine_twice_as_slow_takes_twice_as_long():
     # Recorded sequences of two tiny jobs without tools, replayed on the CPU profile as it is
     # and slowed down twice: every sub-stage, so the makespan and each step, doubles.
-    from jigsaw_engine.runtime.real_run import predict_with_simulator
+    from jigsaw_engine.real.run import predict_with_simulator
     from jigsaw_engine.workload.lengths import sample_step
 
     specs = {"p0-a": tiny_spec("a", steps=2), "p1-b": tiny_spec("b", workload="aime_refine", seed=3, steps=2)}
@@ -265,7 +265,7 @@ def test_the_forecast_on_a_machine_twice_as_slow_takes_twice_as_long():
 
 def test_the_forecast_counts_stages_from_a_step_on_leaving_a_warm_up_out():
     # scripts/time_real_steps.py times steps after a warm-up one; its forecast must count the same.
-    from jigsaw_engine.runtime.real_run import predict_with_simulator
+    from jigsaw_engine.real.run import predict_with_simulator
     from jigsaw_engine.workload.lengths import sample_step
 
     specs = {"p0-a": tiny_spec("a", steps=2)}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jigsaw_engine.runtime.real_jobs import RETRIEVAL_LR, TINY_LR, build_real_pipeline
+from jigsaw_engine.real.jobs import RETRIEVAL_LR, TINY_LR, build_real_pipeline
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.workload_file import load_workload_file
 

@@ -1,7 +1,7 @@
 """The forecast breakdown of `jigsaw run`: where a pipeline's seconds went, by sub-stage kind."""
 
 from jigsaw_engine.control.run_record import TimelineSpan
-from jigsaw_engine.runtime.real_run import stage_seconds
+from jigsaw_engine.real.run import stage_seconds
 
 
 def span(pid: str, kind: str, start: float, end: float, worker: int | None = None) -> TimelineSpan:

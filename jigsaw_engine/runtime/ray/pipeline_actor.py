@@ -21,10 +21,10 @@ from typing import Any
 import ray
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
+from jigsaw_engine.real.jobs import RealJobOptions, build_real_pipeline
+from jigsaw_engine.real.pipeline import NodeReport, RealPipeline
 from jigsaw_engine.runtime.host_allocator import ONE_ARENA_ENV, keep_freed_memory
 from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed, trains_across_devices
-from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
-from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.workload.plans import SequencePlan
@@ -159,7 +159,7 @@ def wait_for_refs(handles: Sequence[Hashable], timeout_s: float) -> list[Hashabl
 
 
 class RayExecutor:
-    """:class:`~jigsaw_engine.runtime.real_runtime.NodeExecutor` over one actor per pipeline."""
+    """:class:`~jigsaw_engine.real.real_runtime.NodeExecutor` over one actor per pipeline."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """The service's real pipelines on Ray: each job in its own :class:`PipelineActor` process.
 
-On threads of the engine's process (:class:`~jigsaw_engine.runtime.service_executor.ServiceExecutor`)
+On threads of the engine's process (:class:`~jigsaw_engine.real.service_executor.ServiceExecutor`)
 every job shares one interpreter, and a crash in one takes the engine down. Here each job's
 policy, trainer and rollout workers live in an actor of their own: jobs really run on
 separate cores, and a worker process that dies (killed, out of memory, its node gone) costs
@@ -28,17 +28,17 @@ from ray.exceptions import RayActorError
 
 from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
+from jigsaw_engine.real.jobs import RealJobOptions
+from jigsaw_engine.real.pipeline import NodeReport
+from jigsaw_engine.real.service_executor import StepReport
 from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor, pipeline_actor_options, wait_for_refs
 from jigsaw_engine.runtime.ray.placement import DevicePlacement, trains_across_devices
-from jigsaw_engine.runtime.real_jobs import RealJobOptions
-from jigsaw_engine.runtime.real_pipeline import NodeReport
-from jigsaw_engine.runtime.service_executor import StepReport
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec
 
 
 class ActorServiceExecutor:
-    """A :class:`~jigsaw_engine.runtime.service_executor.ServiceNodeExecutor` with one actor per job."""
+    """A :class:`~jigsaw_engine.real.service_executor.ServiceNodeExecutor` with one actor per job."""
 
     def __init__(
         self,

@@ -21,11 +21,11 @@ from jigsaw_engine.envs.protocol import Environment
 from jigsaw_engine.errors import SpecError
 from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.models.loading import save_policy
+from jigsaw_engine.real.checks import REAL_WORKLOADS, check_real_spec
+from jigsaw_engine.real.pipeline import RealPipeline
 from jigsaw_engine.rl.advantages import AdvantageEstimator
 from jigsaw_engine.rollout.protocol import RolloutEngine
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
-from jigsaw_engine.runtime.real_checks import REAL_WORKLOADS, check_real_spec
-from jigsaw_engine.runtime.real_pipeline import RealPipeline
 from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec
 from jigsaw_engine.train.critic import CriticConfig
 from jigsaw_engine.train.policy_trainer import ActorConfig

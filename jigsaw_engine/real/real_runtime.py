@@ -17,7 +17,7 @@ from typing import Protocol
 
 from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
-from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
+from jigsaw_engine.real.pipeline import NodeReport, RealPipeline
 from jigsaw_engine.tasks import Task, TaskFinished
 
 logger = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile, slowed_down
 from jigsaw_engine.errors import FieldError, SpecError
 from jigsaw_engine.graph.builder import GraphConfig
+from jigsaw_engine.real.jobs import check_real_spec
+from jigsaw_engine.real.real_runtime import NodeExecutor, RealRuntime
 from jigsaw_engine.runtime.machine_speed import slowdown_range
-from jigsaw_engine.runtime.real_jobs import check_real_spec
-from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime
 from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
-from jigsaw_engine.runtime.real_jobs import RealJobOptions, build_real_pipeline
-from jigsaw_engine.runtime.real_pipeline import NodeReport, RealPipeline
-from jigsaw_engine.runtime.real_runtime import NodeExecutor, RealRuntime, ThreadExecutor
+from jigsaw_engine.real.jobs import RealJobOptions, build_real_pipeline
+from jigsaw_engine.real.pipeline import NodeReport, RealPipeline
+from jigsaw_engine.real.real_runtime import NodeExecutor, RealRuntime, ThreadExecutor
 from jigsaw_engine.spec.pipeline import PipelineSpec
 
 logger = logging.getLogger(__name__)
