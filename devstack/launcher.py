@@ -113,8 +113,9 @@ class RayHead:
     object_store_bytes: int
 
     def command(self) -> list[str]:
-        # --block keeps the head in its launcher's process group, so stopping the group stops
-        # exactly this Ray cluster (never `ray stop`, which ends every Ray on the machine).
+        # --block keeps `ray start` running as the leader of its daemons' process group, so
+        # stopping the group stops exactly this Ray cluster (never `ray stop`, which ends every
+        # Ray on the machine).
         return [
             str(BIN / "ray"), "start", "--head", "--block", f"--port={self.port}", f"--num-cpus={self.cpus}",
             "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--disable-usage-stats",
