@@ -160,7 +160,7 @@ def _real_backend(config: EngineConfig, *, pipeline_actors: bool) -> Any:
     checkpoint_root = Path(config.real_checkpoint_dir) if config.real_checkpoint_dir else None
     executor: ServiceNodeExecutor
     if pipeline_actors:
-        from jigsaw_engine.runtime.ray.service_actors import ActorServiceExecutor
+        from jigsaw_engine.real.service_actors import ActorServiceExecutor
 
         executor = ActorServiceExecutor(
             options, train_parts=train_parts, checkpoint_root=checkpoint_root, cluster=config.cluster

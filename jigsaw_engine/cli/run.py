@@ -80,7 +80,7 @@ def _executor_factory(kind: str, options: RealJobOptions) -> ExecutorFactory:
         return ThreadExecutor(pipelines)
 
     def actors(specs: Mapping[str, Mapping[str, Any]], train_parts: int, cluster: ClusterSpec) -> NodeExecutor:
-        from jigsaw_engine.runtime.ray.pipeline_actor import RayExecutor
+        from jigsaw_engine.real.pipeline_actor import RayExecutor
 
         # The run's cores are reserved from Ray for as long as its executor lives.
         return RayExecutor(specs, train_parts=train_parts, options=options, cluster=cluster)

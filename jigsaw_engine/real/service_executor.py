@@ -3,7 +3,7 @@
 ``jigsaw run`` builds every pipeline before the clock starts; a service cannot. Here a
 pipeline is registered when it is submitted and built (tiny policy, warm-up, workers) by its
 first sub-stage, on a worker thread (or, on Ray, in its own actor:
-:mod:`jigsaw_engine.runtime.ray.service_actors`), so the engine keeps scheduling meanwhile. Each finished
+:mod:`jigsaw_engine.real.service_actors`), so the engine keeps scheduling meanwhile. Each finished
 step leaves its real metrics (the job's own, verl-named) and a few sampled completions for
 the controller to report.
 """

@@ -10,9 +10,9 @@ from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.real.jobs import WARMUP_STEPS, RealJobOptions
+from jigsaw_engine.real.pipeline_actor import RayExecutor
 from jigsaw_engine.real.real_runtime import RealRuntime
 from jigsaw_engine.rl import metrics as names
-from jigsaw_engine.runtime.ray.pipeline_actor import RayExecutor
 from jigsaw_engine.runtime.ray.placement import ACTOR_SHARE
 from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
@@ -86,7 +86,7 @@ def test_a_job_killed_mid_step_resumes_with_no_step_lost_or_repeated(ray_cluster
     import ray
 
     from jigsaw_engine.real.jobs import RealJobOptions
-    from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor
+    from jigsaw_engine.real.pipeline_actor import PipelineActor
 
     spec = _spec("arith", "gsm8k", 7, 8)
     spec["data"] = {"train_batch_size": 16}

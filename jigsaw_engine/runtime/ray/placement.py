@@ -10,7 +10,7 @@ Each actor books a small fraction of its device's bundle (``ACTOR_SHARE``; verl 
 workers on a GPU the same way), so the processes of several pipelines can live on one device.
 Ray's fractions are bookkeeping: it enforces neither a CPU nor a GPU share. The split between
 co-located sub-stages is the scheduler's, made real by pinning each node's thread to the
-cores it was placed on (:mod:`jigsaw_engine.runtime.ray.pipeline_actor`).
+cores it was placed on (:mod:`jigsaw_engine.real.pipeline_actor`).
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
 from jigsaw_engine.real.jobs import RealJobOptions
 from jigsaw_engine.real.pipeline import NodeReport
+from jigsaw_engine.real.pipeline_actor import PipelineActor, pipeline_actor_options, wait_for_refs
 from jigsaw_engine.real.service_executor import StepReport
-from jigsaw_engine.runtime.ray.pipeline_actor import PipelineActor, pipeline_actor_options, wait_for_refs
 from jigsaw_engine.runtime.ray.placement import DevicePlacement, trains_across_devices
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec
