@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
+from jigsaw_engine.bench.compare import compare_policies, pipeline_figures, policy_figures
 from jigsaw_engine.bench.muxserve_plan import plan_muxserve
 from jigsaw_engine.bench.rollmux_plan import plan_rollmux
 from jigsaw_engine.control.cluster_controller import ClusterController
+from jigsaw_engine.control.run_record import RunRecord
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.cost.lower_bound import LowerBound, lower_bound
@@ -30,14 +32,7 @@ from jigsaw_engine.workload.traces import TraceError, load_trace_file
 Transform = Callable[[PipelineSpec, ClusterSpec], PipelineSpec]
 
 
-class _FinishedRun(Protocol):
-    started_s: float | None
-    ended_s: float | None
-    steps_done: int
-    tokens: int
-
-
-def _finished_run(controller: ClusterController, pid: str, name: str) -> _FinishedRun:
+def _finished_run(controller: ClusterController, pid: str, name: str) -> RunRecord:
     """A pipeline's run that must have finished: one that did not is named, with its state."""
     run = controller.finished_runs().get(pid)
     if run is None:
@@ -237,9 +232,9 @@ def run_policy(policy: Policy, cluster: ClusterSpec, specs: dict[str, PipelineSp
     return PolicyRun(controller, makespan, applied, {pid: s.name for pid, s in specs.items()})
 
 
-def summarize(
-    run: PolicyRun, cluster: ClusterSpec, alone_latency_s: dict[str, float], *, timing: bool
-) -> dict[str, Any]:
+def summarize(run: PolicyRun, cluster: ClusterSpec, *, timing: bool) -> dict[str, Any]:
+    """The run's figures (:func:`~jigsaw_engine.bench.compare.policy_figures`) and the
+    simulator's own: effective MFU, where device time went, decision latencies."""
     c = run.controller
     device = load_device_profile(cluster.device_type)
     tokens = sum(r.tokens for r in c.finished_runs().values())
@@ -250,22 +245,14 @@ def summarize(
     busy["idle"] = cluster.num_devices * run.makespan_s - sum(busy.values())
     pipelines = {}
     for pid, r in sorted(c.finished_runs().items()):
-        period = _step_period_s(r)
         pipelines[run.names[pid]] = {
-            "step_latency_s": period,
-            "latency_ratio_vs_alone": period / alone_latency_s[pid],
-            "tokens_per_s": r.tokens / ((r.ended_s or 0.0) - (r.started_s or 0.0)),
-            "completion_s": r.ended_s,
+            **pipeline_figures(r, steps=r.steps_done, tokens=r.tokens),
             "num_gpus": run.specs[pid].resources.num_gpus,
             "rollout_gpus": run.specs[pid].resources.rollout_gpus,
         }
-    out: dict[str, Any] = {
-        "throughput_tokens_per_s": tokens / run.makespan_s,
-        "effective_mfu": flops / (cluster.num_devices * device.peak_flops_bf16 * run.makespan_s),
-        "makespan_s": run.makespan_s,
-        "gpu_time_breakdown": {k: busy[k] / (cluster.num_devices * run.makespan_s) for k in sorted(busy)},
-        "pipelines": pipelines,
-    }
+    out = policy_figures(tokens, run.makespan_s, pipelines)
+    out["effective_mfu"] = flops / (cluster.num_devices * device.peak_flops_bf16 * run.makespan_s)
+    out["gpu_time_breakdown"] = {k: busy[k] / (cluster.num_devices * run.makespan_s) for k in sorted(busy)}
     if timing:
         lat = sorted(c.decision_latencies_s) or [0.0]
         out["decision_latency_ms"] = {
@@ -287,19 +274,13 @@ def workload_lower_bound(cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -
     return lower_bound(cost, pipelines, cluster.num_devices)
 
 
-def _step_period_s(run: _FinishedRun) -> float:
-    """Wall time per step from admission to the last step: a step's latency as its user sees
-    it, also for async pipelines, whose individual steps overlap."""
-    return ((run.ended_s or 0.0) - (run.started_s or 0.0)) / max(1, run.steps_done)
-
-
 def alone_latencies(cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -> dict[str, float]:
     """Each pipeline's time per step running alone, as submitted (sync or async), on its own
     devices (its num_gpus)."""
     out: dict[str, float] = {}
     for pid, spec in specs.items():
         run = run_policy(Policy("alone", DedicatedScheduler), cluster, {pid: spec})
-        out[pid] = _step_period_s(_finished_run(run.controller, pid, spec.name))
+        out[pid] = _finished_run(run.controller, pid, spec.name).step_period_s()
     return out
 
 
@@ -323,26 +304,27 @@ def simulate_workload(
     specs = prepare(workload, steps=steps, seed=seed)
     alone = alone_latencies(cluster, specs)
     bound = workload_lower_bound(cluster, specs)
-    members = sorted({m for p in policies for m in COMPOSITE.get(p, (p,))})
-    results: dict[str, dict[str, Any]] = {}
-    for i, name in enumerate(members):
-        progress(i, len(members), name)
+
+    def run_one(name: str) -> dict[str, Any]:
         run = run_policy(POLICIES[name], cluster, specs)
         on_run(name, run)
-        results[name] = summarize(run, cluster, alone, timing=timing)
-        results[name]["lower_bound_ratio"] = bound.practical_s / results[name]["makespan_s"]
-    progress(len(members), len(members), "done")
-    report: dict[str, dict[str, Any]] = {}
-    for p in policies:
-        if p in COMPOSITE:
-            best = max(COMPOSITE[p], key=lambda m: results[m]["throughput_tokens_per_s"])
-            report[p] = {**results[best], "chosen": best}
-        else:
-            report[p] = results[p]
+        figures = summarize(run, cluster, timing=timing)
+        figures["lower_bound_ratio"] = bound.practical_s / figures["makespan_s"]
+        return figures
+
+    result = compare_policies(
+        workload,
+        policies,
+        run_one,
+        runs=sorted({m for p in policies for m in COMPOSITE.get(p, (p,))}),
+        composites=COMPOSITE,
+        # Keyed as the report names pipelines; where names repeat, as the report keeps them.
+        alone={specs[pid].name: alone[pid] for pid in sorted(specs)},
+        progress=progress,
+    )
     return {
-        "cluster": {"num_devices": cluster.num_devices, "device_type": cluster.device_type},
+        **result,
         "steps": {specs[pid].name: specs[pid].total_steps for pid in specs},
         "seed": seed,
-        "policies": report,
         "lower_bound": {"practical_s": bound.practical_s, "roofline_s": bound.roofline_s},
     }

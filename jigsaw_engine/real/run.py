@@ -17,6 +17,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, Literal
 
+from jigsaw_engine.bench.compare import compare_policies, pipeline_figures, policy_figures
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.control.run_record import TimelineSpan
 from jigsaw_engine.cost.cost_model import RooflineCostModel
@@ -34,6 +35,8 @@ from jigsaw_engine.workload.plans import SequencePlan
 
 RealPolicy = Literal["serial", "dedicated", "greedy", "jigsaw"]
 REAL_POLICIES: tuple[RealPolicy, ...] = ("serial", "dedicated", "greedy", "jigsaw")
+VERL = {"verl": ("serial", "dedicated")}
+"""``verl`` in the report: the better of its two deployments on a shared cluster."""
 
 ExecutorFactory = Callable[[Mapping[str, Mapping[str, Any]], int, ClusterSpec], NodeExecutor]
 """Builds the executor for a set of pipelines (id -> spec), the train parts per step, on the cluster."""
@@ -89,24 +92,15 @@ def run_real_workload(
     specs = check_real_workload(workload, steps=steps)
     graph = partial(real_graph, prefix_cache=prefix_cache, workers_share_process=workers_share_process)
     run = partial(_run, make_executor=make_executor, progress=progress, graph=graph, speed=machine_speed)
-    result: dict[str, Any] = {
-        "cluster": {"num_devices": workload.cluster.num_devices, "device_type": workload.cluster.device_type},
-        "policies": {},
-        "real": True,
-    }
-    for policy in policies:
+
+    def run_one(policy: str) -> dict[str, Any]:
         if policy == "serial":
-            runs = [_run_alone(workload.cluster, pid, spec, run) for pid, spec in specs.items()]
-            result["policies"]["serial"] = _merge_serial(runs)
-        else:
-            result["policies"][policy] = run(workload.cluster, policy, specs, label=policy)
-    verl = [p for p in ("serial", "dedicated") if p in result["policies"]]
-    if verl:
-        best = max(verl, key=lambda p: result["policies"][p]["throughput_tokens_per_s"])
-        result["policies"]["verl"] = {**result["policies"][best], "chosen": best}
-    if "serial" in result["policies"]:
-        _add_latency_ratios(result)
-    return result
+            return _merge_serial([_run_alone(workload.cluster, pid, spec, run) for pid, spec in specs.items()])
+        return run(workload.cluster, policy, specs, label=policy)
+
+    # verl: the better of its deployments that ran; each pipeline's latency alone: serial's.
+    result = compare_policies(workload, [*policies, "verl"], run_one, runs=policies, composites=VERL, alone="serial")
+    return {**result, "real": True}
 
 
 def _run_alone(
@@ -187,16 +181,14 @@ def _run(
         raise RuntimeError(f"{label}: pipelines did not finish: {failed}")
     tokens = sum(sum(m["perf/total_num_tokens"] for m in steps) for steps in per_pipeline.values())
     pipelines = {}
-    for pid, run in sorted(controller.finished_runs().items()):
+    for pid, record in sorted(controller.finished_runs().items()):
         steps = per_pipeline[pid]
-        span_s = (run.ended_s or 0.0) - (run.started_s or 0.0)
+        produced = sum(m["perf/total_num_tokens"] for m in steps)  # the job's own count, not the model's
         pipelines[pid] = {
+            **pipeline_figures(record, steps=len(steps), tokens=produced),
             "steps": len(steps),
-            "step_latency_s": span_s / max(1, len(steps)),
-            "tokens": int(sum(m["perf/total_num_tokens"] for m in steps)),
-            "tokens_per_s": sum(m["perf/total_num_tokens"] for m in steps) / span_s if span_s else 0.0,
+            "tokens": int(produced),
             "score_mean_per_step": [round(m["critic/score/mean"], 4) for m in steps],
-            "completion_s": run.ended_s,
         }
     predicted = predict_with_simulator(cluster, policy, specs, plans, graph_config=graph_config, slowdown=slowdown)
     as_profiled = (
@@ -213,12 +205,10 @@ def _run(
         figures["machine_slowdown_range"] = timed  # before and after, the lower first
         figures["stage_seconds"] = {"real": real_stages.get(pid, {}), "predicted": predicted["stages"].get(pid, {})}
     return {
+        **policy_figures(tokens, makespan_s, pipelines),
         "machine_slowdown": slowdown,
         "machine_slowdown_range": timed,
-        "throughput_tokens_per_s": tokens / makespan_s,
-        "makespan_s": makespan_s,
         "tokens": int(tokens),
-        "pipelines": pipelines,
         "predicted_makespan_s": predicted["makespan_s"],
         "prediction_error": predicted["makespan_s"] / makespan_s - 1.0,
         "node_overhead_s_median": sorted(runtime.node_overheads_s)[len(runtime.node_overheads_s) // 2],
@@ -267,10 +257,7 @@ def predict_with_simulator(
     for pid, spec in parsed.items():
         controller.submit(pid, spec, schedule=False)
     makespan_s = controller.run_until_idle()
-    latencies = {
-        pid: ((run.ended_s or 0.0) - (run.started_s or 0.0)) / max(1, run.steps_done)
-        for pid, run in controller.finished_runs().items()
-    }
+    latencies = {pid: record.step_period_s() for pid, record in controller.finished_runs().items()}
     counted = [span for span in controller.timeline if span.step >= from_step]
     return {"makespan_s": makespan_s, "pipelines": latencies, "stages": stage_seconds(counted)}
 
@@ -329,18 +316,8 @@ def _merge_serial(runs: list[dict[str, Any]]) -> dict[str, Any]:
             max(r["machine_slowdown_range"][1] for r in runs),
         ],
         "node_overhead_s_median": overheads[len(overheads) // 2],
-        "throughput_tokens_per_s": tokens / makespan,
-        "makespan_s": makespan,
+        **policy_figures(tokens, makespan, pipelines),
         "tokens": tokens,
-        "pipelines": pipelines,
         "predicted_makespan_s": predicted,
         "prediction_error": predicted / makespan - 1.0,
     }
-
-
-def _add_latency_ratios(result: dict[str, Any]) -> None:
-    """Each pipeline's step latency over its latency alone (the serial run, where it was alone)."""
-    alone = {pid: f["step_latency_s"] for pid, f in result["policies"]["serial"]["pipelines"].items()}
-    for figures in result["policies"].values():
-        for pid, f in figures["pipelines"].items():
-            f["latency_ratio_vs_alone"] = f["step_latency_s"] / alone[pid]
