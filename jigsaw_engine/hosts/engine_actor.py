@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
 
 from jigsaw_engine.contracts import EngineEvent, EventBatch
 from jigsaw_engine.control.local_engine import LocalEngine
 from jigsaw_engine.errors import JigsawError
+from jigsaw_engine.hosts.local import EngineConfig, start_local_engine
 from jigsaw_engine.spec.cluster import ClusterSpec
-
-if TYPE_CHECKING:
-    from jigsaw_engine.api import EngineConfig
 
 ACTOR_NAME = "jigsaw-engine"
 NAMESPACE = "jigsaw"
@@ -40,8 +38,6 @@ class EngineActor:
     """Threaded actor: calls run concurrently with the engine's own pacing thread."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        from jigsaw_engine.api import EngineConfig, start_local_engine
-
         cluster = ClusterSpec(**config.pop("cluster"))
         # Real jobs each in an actor of their own: separate cores, and a crash costs one job a step.
         self._engine: LocalEngine = start_local_engine(  # type: ignore[assignment]
