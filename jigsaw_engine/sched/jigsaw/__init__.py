@@ -21,7 +21,8 @@ flows through them: ``docs/architecture.md``).
   round of turns goes in priority order.
 - **The dynamic split** (:mod:`.split`, off by default): a memory-bound tail decode keeps part
   of its devices and a compute-bound sub-stage of another chain takes the rest, where both fit
-  in memory and the interference table says the chain gains more than the tail's owner loses.
+  in memory and, with the look-ahead, the interference table says the chain gains more than
+  the tail's owner loses.
 - **The decide loop** (:mod:`.scheduler`): chains already placed continue first, then new
   training chains (they unblock a pipeline's next step), then new rollout workers, pipelines
   ranked by projected remaining time weighted by priority. A device moving from one pipeline
