@@ -78,10 +78,9 @@ class DeviceProfile:
     """``parallel_fraction`` measured per model size, as (parameters, fraction) pairs in
     ascending size (:func:`parallel_fraction_for`). What does not divide over threads is per
     operator (dispatch, autograd, small element-wise kernels), so the narrower the model the
-    smaller the share that divides: on 2 cores tiny 1M models' forwards and updates measured
-    medians of 0.57-0.61, 6M ones 0.79, and one median over both (0.77) forecast the 1M jobs'
-    two-core updates as if they divided like the 6M ones. Empty: ``parallel_fraction`` for
-    every model."""
+    smaller the share that divides, and one fraction for every size forecasts the smallest
+    models' updates too short (figures in ``docs/real-runs.md``). Empty: ``parallel_fraction``
+    for every model."""
     rollout_threads_parallel_fraction: float = 1.0
     """Share of a rollout worker's time that runs beside another worker of the same job when
     the workers are threads of one process (Amdahl's law across them); the rest, the work

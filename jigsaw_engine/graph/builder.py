@@ -39,8 +39,7 @@ class GraphConfig:
     source's chain ends there and the target's tail is split where they arrive (an edge from
     the source). Async only: there the freed devices start the next step's generation at once.
     A sync pipeline has nothing to put on them until it trains, and the target's longer tail
-    delays that training: enabled for sync pipelines too, jigsaw lost 1-7% on M0-M4 (seed 0,
-    20 steps), while async migration gained 15% on M5 at staleness 4 (and lost 1.5% at 1)."""
+    delays that training, so it keeps its tails (figures in ``docs/benchmarks.md``)."""
     prefix_cache: bool = True
     """The rollout engine keeps a conversation's KV cache across turns (vLLM and SGLang cache
     prefixes): a turn after a tool call prefills the tool's output only. False for an engine
