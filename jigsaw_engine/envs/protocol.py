@@ -24,6 +24,16 @@ class EnvTask:
     """The reference answer, as the grader compares it (``"42"``, not ``"#### 42"``)."""
     source: str
     """Where the row came from: ``path:line`` for a file, the generator's name and seed otherwise."""
+    messages: tuple[tuple[str, str], ...] = ()
+    """The conversation before the model's first reply as ``(role, content)`` pairs (roles
+    ``system``, ``user``, ``assistant``) when the dataset gives one; ``prompt`` then holds the last
+    user message. Empty: the conversation is the single user message ``prompt``."""
+    data_source: str = ""
+    """The dataset a row came from (verl's ``data_source``): per-source metrics are named by it."""
+
+    def conversation(self) -> tuple[tuple[str, str], ...]:
+        """What the model sees before its first reply, as ``(role, content)`` pairs."""
+        return self.messages or (("user", self.prompt),)
 
 
 @dataclass(frozen=True, slots=True)
