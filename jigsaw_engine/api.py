@@ -5,7 +5,8 @@ Validation, presets and engine hosts. Heavy runtimes (Ray) are imported only whe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from jigsaw_engine.contracts import EngineHost
@@ -14,6 +15,7 @@ from jigsaw_engine.errors import FieldError, JigsawError, SpecError
 from jigsaw_engine.failpoints import failpoint
 from jigsaw_engine.hosts.local import EngineConfig, EngineMode, start_local_engine
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
+from jigsaw_engine.spec.models import ModelSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS
 
@@ -35,9 +37,19 @@ __all__ = [
 
 
 def validate_spec(
-    spec: Mapping[str, Any] | Any, cluster: ClusterSpec | None = None, *, mode: EngineMode = "simulated"
+    spec: Mapping[str, Any] | Any,
+    cluster: ClusterSpec | None = None,
+    *,
+    mode: EngineMode = "simulated",
+    model_roots: Sequence[str] | None = None,
 ) -> list[FieldError]:
-    """Every problem with a user's pipeline spec, paths relative to the spec; [] if it runs."""
+    """Every problem with a user's pipeline spec, paths relative to the spec; [] if it runs.
+    ``model_roots``: the folders a checkpoint's ``model.path`` may be in (None: anywhere). A
+    path elsewhere is refused before anything under it is read: a tenant names only models
+    the service was given, never any folder of the server."""
+    outside = _outside_model_roots(spec, model_roots)
+    if outside:
+        return outside
     try:
         parsed = parse_pipeline_spec(spec)
     except SpecError as exc:
@@ -50,13 +62,41 @@ def validate_spec(
     return errors
 
 
+def _outside_model_roots(spec: Any, model_roots: Sequence[str] | None) -> list[FieldError]:
+    model = spec.get("model") if isinstance(spec, Mapping) else None
+    where = model.get("path") if isinstance(model, Mapping) else None
+    if model_roots is None or not isinstance(where, str):
+        return []
+    resolved = Path(where).expanduser().resolve()
+    if any(resolved.is_relative_to(Path(root).expanduser().resolve()) for root in model_roots):
+        return []
+    roots = ", ".join(model_roots) or "none are configured"
+    return [
+        FieldError(
+            "model.path",
+            f"{where} is not in a folder this service serves models from ({roots}); "
+            "put the checkpoint there or ask an admin to add its folder to ENGINE_MODEL_ROOTS",
+        )
+    ]
+
+
+def _model_field(model: ModelSpec) -> str | dict[str, str]:
+    """How a spec names ``model``: a catalogue name, or where its checkpoint is."""
+    source = model.source
+    if source is None:
+        return model.name
+    if source.hub_id is not None:
+        return {"hf": source.hub_id, "revision": source.revision or "main"}
+    return {"path": str(source.path)}
+
+
 def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The spec with every default filled in, as stored beside what the user submitted."""
     p = parse_pipeline_spec(spec)
     return {
         "name": p.name,
         "algorithm": p.algorithm.value,
-        "model": p.model.name,
+        "model": _model_field(p.model),
         "workload": p.workload.name,
         "data": {
             "train_batch_size": p.train_batch_size,

@@ -94,7 +94,8 @@ def cluster_capacity() -> tuple[str, int]:
 
 def validate_spec(spec: Any) -> list[SpecProblem]:
     config = _config()
-    return [SpecProblem(e.field, e.message) for e in engine_api.validate_spec(spec, config.cluster, mode=config.mode)]
+    problems = engine_api.validate_spec(spec, config.cluster, mode=config.mode, model_roots=settings.ENGINE_MODEL_ROOTS)
+    return [SpecProblem(e.field, e.message) for e in problems]
 
 
 def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,7 +150,7 @@ def describe_engine() -> dict[str, Any]:
     return engine_host().describe()
 
 
-# -- users' JSONL datasets and their graders ---------------------------------------------------
+# -- users' datasets (JSONL, Parquet) and their graders ----------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +167,8 @@ class DatasetCheck:
     """The first problems, each ``rows[<line>]``: ``line <n>: ...``."""
     problem_count: int
     preview: list[DatasetRow]
+    format: str = "jsonl"
+    """``jsonl`` or ``parquet``: how the engine read the file."""
 
 
 def check_dataset(
@@ -176,7 +179,9 @@ def check_dataset(
     max_problems: int = 50,
     preview_rows: int = 5,
 ) -> DatasetCheck:
-    """Every row of a JSONL dataset checked as the engine will read it; ValueError for an unknown grader."""
+    """Every row of a dataset checked as the engine will read it; ValueError for an unknown grader.
+
+    The format is ``filename``'s suffix (``.jsonl``, ``.parquet``), else Parquet's magic bytes."""
     try:
         found = engine_api.check_dataset_text(
             content, filename, grader=grader, max_problems=max_problems, preview_rows=preview_rows
@@ -188,6 +193,7 @@ def check_dataset(
         problems=[SpecProblem(p.field, p.message) for p in found.problems],
         problem_count=found.problem_count,
         preview=[DatasetRow(r.line, r.prompt, r.answer) for r in found.preview],
+        format=found.format,
     )
 
 

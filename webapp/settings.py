@@ -190,6 +190,9 @@ ENGINE_REAL_CACHE_DIR = env_str("ENGINE_REAL_CACHE_DIR", str(BASE_DIR / "var" / 
 # and recovery after an engine restart resume from. Empty: no checkpoints (nothing survives).
 ENGINE_REAL_CHECKPOINT_DIR = env_str("ENGINE_REAL_CHECKPOINT_DIR", str(BASE_DIR / "var" / "real-checkpoints"))
 """Simulated seconds per wall second for simulated pipelines (``inf`` in tests)."""
+# Folders a job's checkpoint (`model: {path: ...}`) may be in: mounted model stores. A path
+# elsewhere is refused at submit, before the server reads anything under it.
+ENGINE_MODEL_ROOTS = env_list("ENGINE_MODEL_ROOTS", [str(BASE_DIR / "var" / "models")])
 DATASETS_DIR = env_str("DATASETS_DIR", str(BASE_DIR / "var" / "datasets"))  # <dir>/<tenant id>/<dataset id>.jsonl
 
 # -- auth, API ------------------------------------------------------------------------------

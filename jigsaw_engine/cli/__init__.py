@@ -227,7 +227,13 @@ def main(argv: list[str] | None = None) -> int:
         help="ray: an actor process per pipeline (default); ray-split: and one per rollout worker and one for "
         "the environment, as the service runs them; threads: all in this process",
     )
-    r.add_argument("--rollout-engine", choices=("torch", "vllm"), default="torch", help="the workers' rollout engine")
+    r.add_argument(
+        "--rollout-engine",
+        choices=("torch", "vllm"),
+        default=None,
+        help="the workers' rollout engine (default: vllm when a pipeline names a real checkpoint and vLLM is "
+        "installed, else torch, which runs tiny presets faster)",
+    )
     r.add_argument(
         "--train-across-devices",
         action="store_true",

@@ -25,7 +25,7 @@ from jigsaw_engine.cli.args import (
     spec_error_text,
 )
 from jigsaw_engine.errors import JigsawError, SpecError
-from jigsaw_engine.real.jobs import RealJobOptions
+from jigsaw_engine.real.jobs import RealJobOptions, RolloutEngineName, rollout_engine_for
 from jigsaw_engine.real.real_runtime import NodeExecutor, ThreadExecutor
 from jigsaw_engine.real.run import (
     REAL_POLICIES,
@@ -37,6 +37,7 @@ from jigsaw_engine.real.run import (
 from jigsaw_engine.runtime.machine_speed import reference_seconds
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
+from jigsaw_engine.spec.workload_file import WorkloadFile
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +148,13 @@ def _print_summary(result: dict[str, Any]) -> None:
     )
 
 
+def _default_rollout_engine(workload: WorkloadFile) -> RolloutEngineName:
+    """One engine for the whole run (the forecast models one): vLLM when any pipeline trains a
+    real checkpoint, as a job alone would get (:func:`~jigsaw_engine.real.jobs.rollout_engine_for`)."""
+    engines = {rollout_engine_for(parse_pipeline_spec(raw), RealJobOptions()) for raw in workload.pipelines}
+    return "vllm" if "vllm" in engines else "torch"
+
+
 def run_command(args: argparse.Namespace) -> int:
     """``jigsaw run``; bad input raises :class:`UsageError` before Ray starts or any work is done."""
     policies = known_names("--policies", args.policies, REAL_POLICIES)
@@ -158,6 +166,7 @@ def run_command(args: argparse.Namespace) -> int:
         check_real_workload(workload, steps=args.steps)
     except SpecError as exc:
         raise UsageError(spec_error_text(f"--workload {args.workload}", exc)) from None
+    engine = args.rollout_engine or _default_rollout_engine(workload)
     use_ray = args.executor.startswith("ray")
     if use_ray:
         _start_ray()
@@ -170,19 +179,19 @@ def run_command(args: argparse.Namespace) -> int:
                 args.executor,
                 RealJobOptions(
                     cache_dir=args.cache_dir,
-                    rollout_engine=args.rollout_engine,
+                    rollout_engine=engine,
                     # A torch engine is a copy of a tiny model: one per core lets a step run on
                     # every core. vLLM engines each reserve a KV cache: only what was asked.
-                    rollout_workers=workload.cluster.num_devices if args.rollout_engine == "torch" else 1,
+                    rollout_workers=workload.cluster.num_devices if engine == "torch" else 1,
                     worker_actors=args.executor == "ray-split",
                     train_across_devices=args.train_across_devices,
                 ),
             ),
             steps=args.steps,
-            prefix_cache=args.rollout_engine == "vllm",
+            prefix_cache=engine == "vllm",
             # Torch engines are threads of the pipeline's actor (or of this process), unless
             # each rollout worker has an actor of its own; vLLM engines run in their own processes.
-            workers_share_process=args.rollout_engine == "torch" and args.executor != "ray-split",
+            workers_share_process=engine == "torch" and args.executor != "ray-split",
             progress=LiveProgress(),
             machine_speed=reference_seconds,
         )

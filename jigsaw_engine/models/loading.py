@@ -79,6 +79,17 @@ def load_policy(path: Path) -> Policy:
         )
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=training_dtype())
     tokenizer = PreTrainedTokenizerFast.from_pretrained(path, local_files_only=True)
+    if tokenizer.pad_token_id is None:
+        # Llama 3's tokenizer has no pad token; padding is masked out, so EOS serves (verl does the same).
+        tokenizer.pad_token = tokenizer.eos_token
     return Policy(model=model, tokenizer=tokenizer, path=path)
+
+
+def training_dtype() -> torch.dtype:
+    """bf16 where the device computes in it (a GPU that supports it), else float32: CPU
+    kernels for bf16 matmuls are slower than float32 ones on most cores."""
+    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32

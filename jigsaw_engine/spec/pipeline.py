@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from jigsaw_engine.errors import FieldError, SpecError
+from jigsaw_engine.spec.checkpoints import CheckpointProblem, model_from_checkpoint_dir, model_from_hub
 from jigsaw_engine.spec.models import MODEL_CATALOGUE, ModelSpec
 from jigsaw_engine.spec.reader import SpecReader
 from jigsaw_engine.spec.workloads import WORKLOADS, WorkloadSpec
@@ -124,7 +125,7 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
     data = r.section("data")
     train_batch_size = data.integer("train_batch_size", 64, minimum=1, maximum=65536)
     train_files = data.text("train_files", "", max_length=1000) or None
-    grader = data.choice("grader", "numeric", ["numeric", "exact_match"])
+    grader = data.choice("grader", "numeric", ["numeric", "exact_match", "math"])
     data.finish()
     rollout = _read_rollout(r.section("rollout"), algorithm)
     resources = _read_resources(r.section("resources"))
@@ -167,8 +168,31 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
 
 
 def _read_model(r: SpecReader) -> ModelSpec | None:
-    name = r.choice("model", "qwen2.5-1.5b", sorted(MODEL_CATALOGUE))
-    return MODEL_CATALOGUE.get(name)
+    """A catalogue model or tiny preset by name, or a checkpoint: ``{path: DIR}`` or
+    ``{hf: ID, revision: REV}`` (read from its ``config.json``, :mod:`~jigsaw_engine.spec.checkpoints`)."""
+    if not isinstance(r.data.get("model"), Mapping):
+        name = r.choice("model", "qwen2.5-1.5b", sorted(MODEL_CATALOGUE))
+        return MODEL_CATALOGUE.get(name)
+    m = r.section("model")
+    given = [key for key in ("path", "hf") if key in m.data]
+    if len(given) != 1:
+        for key in ("path", "hf", "revision"):
+            m.raw(key, None)
+        m.finish()
+        m.error("", "give one of {path: DIR} or {hf: ID, revision: REV}" + (", not both" if given else ""))
+        return None
+    field = given[0]
+    where = m.text(field, "", max_length=1000)
+    revision = m.text("revision", "main", max_length=200) if field == "hf" else "main"
+    m.finish()
+    if not where.strip():
+        m.error(field, "must name a checkpoint, got an empty string")
+        return None
+    try:
+        return model_from_checkpoint_dir(where) if field == "path" else model_from_hub(where, revision)
+    except CheckpointProblem as exc:
+        m.error(field, str(exc))
+        return None
 
 
 def _read_rollout(r: SpecReader, algorithm: Algorithm) -> RolloutSpec:

@@ -40,8 +40,9 @@ WORKLOAD_FIELDS = ("cluster", "pipelines")
 
 
 def read_document(path: Path) -> Any:
-    """A YAML or JSON file's contents (JSON by the ``.json`` suffix); every way the file itself
-    can be wrong is a :class:`SpecError` on :data:`FILE_FIELD`, in one line."""
+    """A YAML or JSON file's contents (JSON by the ``.json`` suffix), relative checkpoint paths
+    read from the file's folder; every way the file itself can be wrong is a :class:`SpecError`
+    on :data:`FILE_FIELD`, in one line."""
     kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
         text = path.read_text(encoding="utf-8")
@@ -57,11 +58,24 @@ def read_document(path: Path) -> Any:
         raise _file_error(f"not valid YAML: {_yaml_problem(exc)}") from None
     if raw is None:
         raise _file_error(f"is empty; expected a {kind} mapping")
-    return raw
+    return anchor_checkpoint_paths(raw, path.resolve().parent)
 
 
 def load_workload_file(path: Path) -> WorkloadFile:
     return parse_workload(read_document(path))
+
+
+def anchor_checkpoint_paths(raw: Any, folder: Path) -> Any:
+    """A document (a workload, or one pipeline spec) whose relative ``model.path`` entries are
+    made absolute from ``folder``, the file's own: the repository's examples name checkpoints so."""
+    if is_workload(raw) and isinstance(raw.get("pipelines"), list):
+        return {**raw, "pipelines": [anchor_checkpoint_paths(spec, folder) for spec in raw["pipelines"]]}
+    model = raw.get("model") if isinstance(raw, Mapping) else None
+    if isinstance(model, Mapping):
+        where = model.get("path")
+        if isinstance(where, str) and where.strip() and not Path(where).expanduser().is_absolute():
+            return {**raw, "model": {**model, "path": str(folder / where)}}
+    return raw
 
 
 def is_workload(raw: Any) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from transformers import PreTrainedTokenizerFast
 
 from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode
-from jigsaw_engine.models.chat import EOS, render_turn
+from jigsaw_engine.models.chat import ChatFormat
 from jigsaw_engine.rollout.protocol import FinishedRequest, RolloutEngine, RolloutRequest, SamplingParams
 from jigsaw_engine.train.token_batch import Sample
 
@@ -86,8 +86,8 @@ class EpisodeBatch:
         first_group: int = 0,
     ) -> None:
         self._engine, self._env, self._tokenizer, self._sampling = engine, env, tokenizer, sampling
-        eos_id = tokenizer.convert_tokens_to_ids(EOS)
-        self._stop_ids = tuple(sorted({*sampling.stop_token_ids, eos_id}))
+        self._chat = ChatFormat(tokenizer)
+        self._stop_ids = tuple(sorted({*sampling.stop_token_ids, *self._chat.stop_ids}))
         self._live: dict[str, _Live] = {}
         self._results: dict[str, EpisodeResult] = {}
         self._order: list[str] = []
@@ -95,7 +95,7 @@ class EpisodeBatch:
         self.tool_s = 0.0
         for offset, task in enumerate(tasks):
             group = first_group + offset
-            prompt = tokenizer.encode(render_turn("user", task.prompt))
+            prompt = self._chat.prompt_ids(task.conversation())
             for k in range(n):
                 episode_id = f"{request_prefix}{group}-{k}"
                 self._order.append(episode_id)
@@ -125,7 +125,7 @@ class EpisodeBatch:
                 episode_id = finished.request_id.rsplit("#", 1)[0]
                 state = self._live[episode_id]
                 before = state.tool_s
-                done = _advance(state, finished, self._env, self._tokenizer)
+                done = _advance(state, finished, self._env, self._tokenizer, self._chat)
                 self.tool_s += state.tool_s - before
                 if done is not None:
                     self._results[episode_id] = done
@@ -186,7 +186,7 @@ def _submit(
 
 
 def _advance(
-    state: _Live, finished: FinishedRequest, env: Environment, tokenizer: PreTrainedTokenizerFast
+    state: _Live, finished: FinishedRequest, env: Environment, tokenizer: PreTrainedTokenizerFast, chat: ChatFormat
 ) -> EpisodeResult | None:
     """Hand one finished reply to the environment; the episode's result when it has ended."""
     state.tokens.extend(finished.output_ids)
@@ -199,7 +199,7 @@ def _advance(
     turn = state.episode.respond(reply)
     state.tool_s += turn.tool_s
     if not turn.done and state.turns < env.max_turns and finished.finish_reason == "stop":
-        observation = tokenizer.encode(render_turn("tool" if turn.role == "tool" else "user", turn.observation))
+        observation = chat.observation_ids("tool" if turn.role == "tool" else "user", turn.observation)
         state.tokens.extend(observation)
         state.written.extend([False] * len(observation))
         state.observation_tokens.append(len(observation))

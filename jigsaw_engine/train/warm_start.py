@@ -18,7 +18,7 @@ from pathlib import Path
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from jigsaw_engine.envs.protocol import Environment, EnvTask
-from jigsaw_engine.models.chat import render_reply, render_turn
+from jigsaw_engine.models.chat import ChatFormat, render_reply, render_turn
 from jigsaw_engine.models.loading import build_tiny_model, load_policy, save_policy
 from jigsaw_engine.models.presets import tiny_preset
 from jigsaw_engine.models.tokenizer_build import build_tokenizer
@@ -39,19 +39,20 @@ def ideal_replies(env: Environment, task: EnvTask) -> list[str]:
 def warmup_samples(env: Environment, tasks: Sequence[EnvTask], tokenizer: PreTrainedTokenizerFast) -> list[Sample]:
     """Ideal episodes played against ``env`` itself, so observations (a retriever's passages)
     are the real ones and the rendering is the rollout's."""
+    chat = ChatFormat(tokenizer)
     samples = []
     for task in tasks:
-        tokens = tokenizer.encode(render_turn("user", task.prompt))
+        tokens = chat.prompt_ids(task.conversation())
         written = [False] * len(tokens)
         episode = env.episode(task)
         for reply in ideal_replies(env, task):
-            reply_ids = tokenizer.encode(render_reply(reply))
+            reply_ids = chat.reply_ids(reply)
             tokens += reply_ids
             written += [True] * len(reply_ids)
             turn = episode.respond(reply)
             if turn.done:
                 break
-            observation = tokenizer.encode(render_turn("tool" if turn.role == "tool" else "user", turn.observation))
+            observation = chat.observation_ids("tool" if turn.role == "tool" else "user", turn.observation)
             tokens += observation
             written += [False] * len(observation)
         samples.append(Sample(tuple(tokens), tuple(written)))

@@ -89,7 +89,7 @@ CASES = [
 ]
 RUN_CASES = [
     *((f"run --workload {{dir}}/{name}", text) for name, text in COMMON_FILE_CASES),
-    (f"run --workload {EXAMPLE}", "pipelines[1].model: a real run on this machine needs a tiny preset"),
+    (f"run --workload {EXAMPLE}", "pipelines[1].model: a real run needs a Hugging Face checkpoint"),
     (f"run --workload {EXAMPLE}", "cluster.device_type: real runs here need device_type: cpu"),
     (f"run --workload {REAL_EXAMPLE} --policies verl", "--policies: unknown verl"),
     (f"run --workload {REAL_EXAMPLE} --steps -1", "--steps: must be >= 1, got -1"),

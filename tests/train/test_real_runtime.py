@@ -162,7 +162,7 @@ def test_jigsaw_run_rejects_a_workload_it_cannot_run_with_field_paths(tmp_path, 
     path.write_text(yaml.safe_dump(workload))
     assert main(["run", "--workload", str(path), "--executor", "threads"]) == 2  # bad input
     err = capsys.readouterr().err
-    assert "pipelines[0].model: a real run on this machine needs a tiny preset" in err
+    assert "pipelines[0].model: a real run needs a Hugging Face checkpoint" in err
     assert "cluster.device_type: real runs here need device_type: cpu" in err
     assert main(["run", "--workload", str(path), "--policies", "fastest"]) == 2
 

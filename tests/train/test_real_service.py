@@ -85,7 +85,7 @@ def test_real_mode_refuses_what_cannot_run_here_at_submit() -> None:
             mode="real",
         )
     }
-    assert problems["model"].startswith("a real run on this machine needs a tiny preset")
+    assert problems["model"].startswith("a real run needs a Hugging Face checkpoint")
     assert "trainer.start_step" in problems
     with pytest.raises(SpecError, match="cpu"):
         EngineConfig.from_mapping({"num_nodes": 1, "devices_per_node": 8, "device_type": "h100"}, mode="real")
