@@ -1,6 +1,7 @@
 """``jigsaw``: validate specs and simulate workloads from the command line.
 
     jigsaw validate job.yaml                      # a pipeline spec, or a workload file
+    jigsaw validate train.parquet --grader math   # a dataset (.jsonl, .parquet): every bad row
     jigsaw simulate --mix M0 --policies verl,verl-dedicated,verl-serial --json out.json
     jigsaw simulate --workload mix.yaml --steps 20 --seed 0 --timeline out.png
     jigsaw bench --out report/ --random 50
@@ -136,11 +137,43 @@ def _run_real(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    if args.spec.suffix in DATASET_SUFFIXES:
+        return _validate_dataset(args.spec, args.grader)
+    if args.grader is not None:
+        raise UsageError(f"--grader: only with a dataset file ({' or '.join(DATASET_SUFFIXES)})")
     try:
         what = check_document(read_document(args.spec))
     except SpecError as exc:
         raise UsageError(spec_error_text(str(args.spec), exc)) from None
     print(f"{args.spec}: ok ({what})")
+    return EXIT_OK
+
+
+DATASET_SUFFIXES = (".jsonl", ".parquet")
+DATASET_PROBLEMS_SHOWN = 50
+
+
+def _validate_dataset(path: Path, grader: str | None) -> int:
+    """A training dataset checked as a job will read it (``data.train_files``, ``data.grader``)."""
+    from jigsaw_engine.api import check_dataset_text
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        found = check_dataset_text(data, str(path), grader=grader, max_problems=DATASET_PROBLEMS_SHOWN)
+    except SpecError as exc:
+        raise UsageError("\n".join(f"--{e.field}: {e.message}" for e in exc.errors)) from None
+    if found.problem_count:
+        n = found.problem_count
+        lines = [f"{path}: {n} bad row{'s' if n != 1 else ''}"]
+        lines += [f"  {p.message}" if p.field == "rows" else f"  {path}: {p.message}" for p in found.problems]
+        if n > len(found.problems):
+            lines.append(f"  and {n - len(found.problems)} more")
+        raise UsageError("\n".join(lines))
+    graded = f", answers fit the {grader} grader" if grader else ""
+    print(f"{path}: ok ({found.row_count} rows, {found.format}{graded})")
     return EXIT_OK
 
 
@@ -194,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         "validate", help="check a pipeline spec or a workload file (YAML or JSON) and list every problem"
     )
     v.add_argument("spec", type=Path)
+    v.add_argument("--grader", help="with a dataset file (.jsonl, .parquet): check each answer suits this grader")
     s = sub.add_parser("simulate", help="simulate a workload on a virtual clock under several policies")
     source = s.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", type=Path, help="YAML/JSON file with a cluster and pipelines")

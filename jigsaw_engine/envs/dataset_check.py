@@ -1,23 +1,20 @@
-"""A user's JSONL dataset checked as the engine will read it (``envs.jsonl_dataset``), every
-problem named by its line, before anything is stored or trained: torch-free, so the service
-can check uploads at once."""
+"""A user's dataset, JSONL or Parquet, checked as the engine will read it (``envs.user_dataset``),
+every problem named by its line or row, before anything is stored or trained: torch-free, so the
+service can check uploads at once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from jigsaw_engine.errors import FieldError, SpecError
-
-DATASET_FIELDS = ("prompt", "answer")
-DATASET_OPTIONAL_FIELDS = ("id",)
 
 
 @dataclass(frozen=True, slots=True)
 class DatasetRow:
     line: int
-    """1-based line number in the file."""
+    """1-based line number in a JSONL file; 1-based row number in a Parquet file."""
     prompt: str
+    """The last user message's content."""
     answer: str
 
 
@@ -27,10 +24,13 @@ class DatasetCheck:
 
     row_count: int
     problems: list[FieldError]
-    """At most ``max_problems``, each ``rows[<line>]``: ``line <n>: ...`` (``rows`` for the whole file)."""
+    """At most ``max_problems``, each ``rows[<n>]``: ``line <n>: ...`` (a Parquet file: ``row <n> (index
+    <n - 1>): ...``; ``rows`` for the whole file)."""
     problem_count: int
     preview: list[DatasetRow]
     """The first good rows (up to ``preview_rows``)."""
+    format: str = "jsonl"
+    """``jsonl`` or ``parquet``: how the file was read."""
 
 
 def check_dataset_text(
@@ -41,59 +41,36 @@ def check_dataset_text(
     max_problems: int = 50,
     preview_rows: int = 5,
 ) -> DatasetCheck:
-    """Check every line of a user's JSONL dataset as the engine will read it (``envs.jsonl_dataset``).
+    """Check every row of a user's dataset as the engine will read it (``envs.user_dataset``).
 
-    Blank lines are skipped; each other line must be a JSON object with non-empty string
-    ``prompt`` and ``answer`` (and a unique ``id`` if any). With ``grader``, each answer must
-    also be one that grader can match. Never raises for bad content; an unknown grader is a SpecError.
+    The format is ``filename``'s suffix (``.jsonl``, ``.parquet``), else Parquet's magic bytes.
+    JSONL: blank lines are skipped; each other line must be a JSON object with a prompt (or
+    messages) and an answer (and a unique ``id`` if any). Parquet: verl's columns. With
+    ``grader``, each answer must also be one that grader can match. Never raises for bad
+    content; an unknown grader is a SpecError.
     """
-    from jigsaw_engine.envs.graders import check_reference, parse_grader_name
-    from jigsaw_engine.envs.jsonl_rows import parse_line
+    from jigsaw_engine.envs.graders import GraderName, parse_grader_name
+    from jigsaw_engine.envs.user_dataset import format_of, scan_dataset, where
 
-    check: Callable[[Mapping[str, str]], str | None] | None = None
+    grader_name: GraderName | None = None
     if grader is not None:
         try:
             grader_name = parse_grader_name(grader)
         except ValueError as exc:
             raise SpecError([FieldError("grader", str(exc))]) from exc
-
-        def check_answer(fields: Mapping[str, str]) -> str | None:
-            return check_reference(grader_name, fields["answer"].strip())
-
-        check = check_answer
-
     data = text.encode("utf-8") if isinstance(text, str) else text
-    problems: list[FieldError] = []
-    problem_count = 0
-    row_count = 0
-    preview: list[DatasetRow] = []
-    first_line: dict[str, int] = {}
-
-    def report(line: int, message: str) -> None:
-        nonlocal problem_count
-        problem_count += 1
-        if len(problems) < max_problems:
-            problems.append(FieldError(f"rows[{line}]", f"line {line}: {message}"))
-
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        if not raw.strip():
-            continue
-        fields, line_problems = parse_line(raw, DATASET_FIELDS, DATASET_OPTIONAL_FIELDS, check)
-        if line_problems or fields is None:
-            report(number, ", ".join(line_problems) or "unusable row")
-            continue
-        task_id = fields.get("id")
-        if task_id is not None:
-            if task_id in first_line:
-                report(number, f'id "{task_id}" already used on line {first_line[task_id]} (ids must be unique)')
-                continue
-            first_line[task_id] = number
-        row_count += 1
-        if len(preview) < preview_rows:
-            preview.append(DatasetRow(line=number, prompt=fields["prompt"], answer=fields["answer"].strip()))
-    if row_count == 0 and problem_count == 0:
-        problem_count = 1
-        problems.append(FieldError("rows", f"{filename}: no rows (the file is empty)"))
-    return DatasetCheck(row_count=row_count, problems=problems, problem_count=problem_count, preview=preview)
+    fmt = format_of(filename, data)
+    found = scan_dataset(data, fmt, grader=grader_name)
+    problems = [
+        FieldError("rows", f"{filename}: {p.message}")
+        if p.number is None
+        else FieldError(f"rows[{p.number}]", f"{where(fmt, p.number)}: {p.message}")
+        for p in found.problems[:max_problems]
+    ]
+    return DatasetCheck(
+        row_count=len(found.rows),
+        problems=problems,
+        problem_count=len(found.problems),
+        preview=[DatasetRow(line=r.number, prompt=r.prompt, answer=r.answer) for r in found.rows[:preview_rows]],
+        format=fmt,
+    )

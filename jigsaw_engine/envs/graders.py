@@ -1,20 +1,22 @@
 """Rewards for verifiable answers: find the model's final answer, compare it with the reference.
 
-Replies end GSM8K-style with ``#### <answer>``; only what follows the last ``####`` counts, so a
-model may reason (or ramble) before it. Every grader returns 1.0 or 0.0: a binary, verifiable
-reward that a policy cannot earn by sounding close.
+For ``numeric`` and ``exact_match``, replies end GSM8K-style with ``#### <answer>``; only what
+follows the last ``####`` counts, so a model may reason (or ramble) before it. ``math`` reads the
+answer as verl's math recipes do, from ``\\boxed{}`` or LaTeX (:mod:`jigsaw_engine.envs.math_grader`).
+Every grader returns 1.0 or 0.0: a binary, verifiable reward that a policy cannot earn by
+sounding close.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, get_args
 
 ANSWER_MARK = "####"
 
-GraderName = Literal["exact_match", "numeric"]
+GraderName = Literal["exact_match", "numeric", "math"]
 GRADER_NAMES: tuple[GraderName, ...] = get_args(GraderName)
 
 Grader = Callable[[str, str], float]
@@ -78,7 +80,18 @@ def grade_numeric(reply: str, reference: str) -> float:
     return 1.0 if math.isclose(got, expected, rel_tol=1e-9, abs_tol=NUMERIC_TOLERANCE) else 0.0
 
 
-GRADERS: Mapping[GraderName, Grader] = {"exact_match": grade_exact_match, "numeric": grade_numeric}
+def grade_math(reply: str, reference: str) -> float:
+    """1.0 when the reply's answer (``\\boxed{}``, LaTeX, a plain expression) equals the reference mathematically."""
+    from jigsaw_engine.envs.math_grader import grade_math as grade
+
+    return grade(reply, reference)
+
+
+GRADERS: Mapping[GraderName, Grader] = {
+    "exact_match": grade_exact_match,
+    "numeric": grade_numeric,
+    "math": grade_math,
+}
 
 
 def parse_grader_name(name: str) -> GraderName:
@@ -99,4 +112,15 @@ def check_reference(grader: GraderName, reference: str) -> str | None:
         return f"answer {reference!r} is not a number, which the numeric grader needs"
     if grader == "exact_match" and not normalize_words(reference):
         return f"answer {reference!r} has no words to match"
+    if grader == "math":
+        return check_references(grader, [reference])[0]
     return None
+
+
+def check_references(grader: GraderName, references: Sequence[str]) -> list[str | None]:
+    """:func:`check_reference` for many references at once (``math`` reads them in one batch)."""
+    if grader == "math":
+        from jigsaw_engine.envs.math_grader import check_math_references
+
+        return check_math_references(references)
+    return [check_reference(grader, reference) for reference in references]

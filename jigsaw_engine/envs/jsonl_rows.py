@@ -73,16 +73,9 @@ def read_jsonl_rows(
 def parse_line(
     raw: bytes, required: Sequence[str], optional: Sequence[str], check: RowCheck | None
 ) -> tuple[dict[str, str] | None, list[str]]:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, ["not valid UTF-8"]
-    try:
-        value: object = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, [f"not valid JSON ({exc.msg} at column {exc.colno})"]
-    if not isinstance(value, dict):
-        return None, [f"expected a JSON object, got {_json_type(value)}"]
+    value, problem = json_object(raw)
+    if value is None:
+        return None, [problem or "unusable row"]
     fields: dict[str, str] = {}
     problems: list[str] = []
     for name in (*required, *optional):
@@ -91,13 +84,10 @@ def parse_line(
                 problems.append(f'missing field "{name}"')
             continue
         field = value[name]
-        if isinstance(field, int | float) and not isinstance(field, bool):
-            problems.append(f'field "{name}" must be a string, got the number {field} (write "{field}")')
-        elif not isinstance(field, str):
-            problems.append(f'field "{name}" must be a string, got {_json_type(field)}')
-        elif not field.strip():
-            problems.append(f'field "{name}" is empty')
-        else:
+        problem = text_field_problem(name, field)
+        if problem:
+            problems.append(problem)
+        elif isinstance(field, str):
             fields[name] = field
     if check is not None and all(name in fields for name in required):
         problem = check(fields)
@@ -106,7 +96,34 @@ def parse_line(
     return (None if problems else fields), problems
 
 
-def _json_type(value: object) -> str:
+def json_object(raw: bytes) -> tuple[dict[str, object] | None, str | None]:
+    """One line as a JSON object, or None and why it is not one."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "not valid UTF-8"
+    try:
+        value: object = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(value, dict):
+        return None, f"expected a JSON object, got {json_type(value)}"
+    return value, None
+
+
+def text_field_problem(name: str, value: object) -> str | None:
+    """Why ``value`` is not a non-empty string for field ``name``, or None."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f'field "{name}" must be a string, got the number {value} (write "{value}")'
+    if not isinstance(value, str):
+        return f'field "{name}" must be a string, got {json_type(value)}'
+    if not value.strip():
+        return f'field "{name}" is empty'
+    return None
+
+
+def json_type(value: object) -> str:
+    """How a problem names a JSON value's type: ``a list``, ``null``, ``the number``'s ``a number``."""
     if value is None:
         return "null"
     if isinstance(value, bool):

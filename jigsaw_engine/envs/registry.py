@@ -153,7 +153,8 @@ def make_env(name: str, **options: object) -> Environment:
     ``gsm8k``: path=<shipped sample>, grader="numeric".
     ``self_refine``: dataset="arith" (with the ``math`` options) or "gsm8k" (with path), max_turns=3, decay=0.5.
     ``retrieval``: corpus_path, qa_path (the shipped ones), k=3, max_turns=3.
-    ``jsonl``: path and grader ("exact_match" or "numeric"), both required.
+    ``jsonl``: path (JSONL, or ``.parquet`` in verl's layout) and grader ("exact_match", "numeric"
+    or "math"), both required.
 
     Raises ValueError for an unknown name or option, :class:`DatasetError` for a bad file.
     """

@@ -101,7 +101,7 @@ def test_grade_exact_match(reply: str, reference: str, reward: float) -> None:
 
 
 def test_grader_lookup() -> None:
-    assert GRADER_NAMES == ("exact_match", "numeric")
+    assert GRADER_NAMES == ("exact_match", "numeric", "math")
     assert get_grader("numeric") is grade_numeric
     assert get_grader("exact_match") is grade_exact_match
     assert parse_grader_name("numeric") == "numeric"

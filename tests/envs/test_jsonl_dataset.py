@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from jigsaw_engine.envs.dataset_error import DatasetError
-from jigsaw_engine.envs.jsonl_dataset import JsonlEnv, load_jsonl_tasks
+from jigsaw_engine.envs.jsonl_dataset import JsonlEnv, load_dataset_tasks
 from jigsaw_engine.envs.jsonl_rows import MAX_REPORTED_LINES
 from jigsaw_engine.errors import JigsawError
 
@@ -23,7 +23,7 @@ def test_good_rows_become_tasks(tmp_path: Path) -> None:
         tmp_path,
         '{"prompt": "2+2?", "answer": "4"}\n\n   \n{"prompt": "Capital?", "answer": " 1,000 ", "id": "cap", "x": 1}\n',
     )
-    tasks = load_jsonl_tasks(path, "numeric")
+    tasks = load_dataset_tasks(path, "numeric")
     assert [(t.task_id, t.prompt, t.answer, t.source) for t in tasks] == [
         ("data:1", "2+2?", "4", f"{path}:1"),
         ("cap", "Capital?", "1,000", f"{path}:4"),
@@ -59,7 +59,7 @@ def test_every_bad_line_is_named_in_one_error(tmp_path: Path) -> None:
         ),
     )
     with pytest.raises(DatasetError) as caught:
-        load_jsonl_tasks(path, "numeric")
+        load_dataset_tasks(path, "numeric")
     error = caught.value
     assert isinstance(error, JigsawError) and error.code == "dataset_error"
     assert error.path == str(path)
@@ -75,21 +75,26 @@ def test_every_bad_line_is_named_in_one_error(tmp_path: Path) -> None:
     ]
     message = str(error)
     assert message.startswith(f'{path}:2: missing field "answer"; ')
-    assert message.endswith('; each line needs {"prompt": ..., "answer": ...}')
+    assert message.endswith(
+        '; each line needs {"prompt": ..., "answer": ...} (or "messages": [{"role": ..., "content": ...}, ...])'
+    )
 
 
 def test_message_matches_the_documented_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     write(tmp_path, '{"prompt": "a", "answer": "1"}\n{"prompt": "b", "answer": "2"}\n{"prompt": "c"}\n')
     with pytest.raises(DatasetError) as caught:
-        load_jsonl_tasks("data.jsonl", "numeric")
-    assert str(caught.value) == 'data.jsonl:3: missing field "answer"; each line needs {"prompt": ..., "answer": ...}'
+        load_dataset_tasks("data.jsonl", "numeric")
+    assert str(caught.value) == (
+        'data.jsonl:3: missing field "answer"; '
+        'each line needs {"prompt": ..., "answer": ...} (or "messages": [{"role": ..., "content": ...}, ...])'
+    )
 
 
 def test_many_bad_lines_are_capped_and_counted(tmp_path: Path) -> None:
     path = write(tmp_path, "{}\n" * (MAX_REPORTED_LINES + 5))
     with pytest.raises(DatasetError) as caught:
-        load_jsonl_tasks(path, "exact_match")
+        load_dataset_tasks(path, "exact_match")
     assert len(caught.value.problems) == MAX_REPORTED_LINES
     assert caught.value.omitted == 5
     assert "and 5 more bad lines" in str(caught.value)
@@ -99,23 +104,23 @@ def test_many_bad_lines_are_capped_and_counted(tmp_path: Path) -> None:
 def test_empty_file_is_an_error(tmp_path: Path, text: str) -> None:
     path = write(tmp_path, text)
     with pytest.raises(DatasetError, match=r"data\.jsonl: no rows"):
-        load_jsonl_tasks(path, "numeric")
+        load_dataset_tasks(path, "numeric")
 
 
 def test_missing_file_and_bad_bytes(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"absent\.jsonl: cannot read file"):
-        load_jsonl_tasks(tmp_path / "absent.jsonl", "numeric")
+        load_dataset_tasks(tmp_path / "absent.jsonl", "numeric")
     path = tmp_path / "data.jsonl"
     path.write_bytes(b'\xef\xbb\xbf{"prompt": "a", "answer": "1"}\n{"prompt": "\xff", "answer": "2"}\r\n')
     with pytest.raises(DatasetError) as caught:
-        load_jsonl_tasks(path, "numeric")
+        load_dataset_tasks(path, "numeric")
     assert caught.value.problems == [f"{path}:2: not valid UTF-8"]
 
 
 def test_duplicate_ids_are_named(tmp_path: Path) -> None:
     path = write(tmp_path, '{"prompt": "a", "answer": "1", "id": "q"}\n{"prompt": "b", "answer": "2", "id": "q"}\n')
     with pytest.raises(DatasetError, match=r'data.jsonl:2: id "q" already used on line 1'):
-        load_jsonl_tasks(path, "numeric")
+        load_dataset_tasks(path, "numeric")
 
 
 def test_unknown_grader(tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def marker(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_the_engine_offers_named_graders_only() -> None:
-    assert engine_gateway.grader_names() == ["exact_match", "numeric"]
+    assert engine_gateway.grader_names() == ["exact_match", "numeric", "math"]
 
 
 def test_a_spec_naming_anything_but_a_named_grader_is_refused(make_actor: Any, marker: Path) -> None:
