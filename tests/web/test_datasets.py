@@ -266,3 +266,95 @@ def test_submit_refuses_a_dataset_the_grader_cannot_match(make_actor: Any) -> No
     assert len(messages) == 2
     r = submit(client, make_spec(data={"train_files": "dataset:words", "grader": "exact_match"}))
     assert r.status_code == 201, r.content
+
+
+def verl_parquet(rows: list[dict[str, Any]]) -> bytes:
+    """A Parquet file in verl's layout, as its data preprocessing scripts write one."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), out)
+    return out.getvalue()
+
+
+VERL_ROWS = [
+    {
+        "data_source": "openai/gsm8k",
+        "prompt": [{"role": "user", "content": "48 clips in April, half as many in May. Total?"}],
+        "reward_model": {"style": "rule", "ground_truth": "72"},
+        "extra_info": {"index": 0},
+    },
+    {
+        "data_source": "DigitalLearningGmbH/MATH-lighteval",
+        "prompt": [
+            {"role": "system", "content": "Put your final answer within \\boxed{}."},
+            {"role": "user", "content": "What is $\\frac{2}{4}$ in lowest terms?"},
+        ],
+        "reward_model": {"style": "rule", "ground_truth": "\\frac{1}{2}"},
+        "extra_info": {"index": 7},
+    },
+]
+
+
+def test_a_verl_parquet_upload_is_stored_as_parquet_and_trains_with_math(make_actor: Any, datasets_dir: Path) -> None:
+    actor = make_actor("acme")
+    client = client_for(actor)
+    content = verl_parquet(VERL_ROWS)
+    f = SimpleUploadedFile("gsm8k-math.parquet", content, content_type="application/vnd.apache.parquet")
+    r = client.post("/api/v1/datasets", {"file": f}, format="multipart")
+    assert r.status_code == 201, r.content
+    assert r.json()["name"] == "gsm8k-math" and r.json()["rows"] == 2 and r.json()["size_bytes"] == len(content)
+    dataset = Dataset.objects.get(tenant=actor.tenant, name="gsm8k-math")
+    stored = datasets_dir.resolve() / str(actor.tenant.pk) / f"{dataset.pk}.parquet"
+    assert stored.read_bytes() == content and dataset_path(dataset) == stored
+
+    preview = client.get("/api/v1/datasets/gsm8k-math").json()["preview"]
+    assert preview[1] == {"line": 2, "prompt": "What is $\\frac{2}{4}$ in lowest terms?", "answer": "\\frac{1}{2}"}
+
+    r = client.post("/api/v1/graders/dry-run", {"grader": "math", "dataset": "gsm8k-math"}, format="json")
+    assert r.status_code == 200, r.content
+    assert [(x["completion"], x["reward"]) for x in r.json()["results"]] == [
+        ("\\boxed{72}", 1.0),
+        ("\\boxed{\\frac{1}{2}}", 1.0),
+    ]
+    r = client.post(
+        "/api/v1/graders/dry-run",
+        {"grader": "math", "dataset": "gsm8k-math", "completions": ["\\boxed{71}", "so $x = 0.5$"]},
+        format="json",
+    )
+    assert [x["reward"] for x in r.json()["results"]] == [0.0, 1.0]
+
+    r = submit(client, make_spec(data={"train_files": "dataset:gsm8k-math", "grader": "math"}))
+    assert r.status_code == 201, r.content
+    assert Job.objects.get(pk=r.json()["id"]).resolved_spec["data"]["train_files"] == str(stored)
+
+
+def test_a_bad_parquet_upload_names_the_column_or_the_row(make_actor: Any, datasets_dir: Path) -> None:
+    client = client_for(make_actor("acme"))
+    no_truth = [{k: v for k, v in row.items() if k != "reward_model"} for row in VERL_ROWS]
+    f = SimpleUploadedFile("a.parquet", verl_parquet(no_truth))
+    r = client.post("/api/v1/datasets", {"file": f}, format="multipart")
+    assert r.status_code == 400
+    (detail,) = r.json()["error"]["details"]
+    assert detail["field"] == "rows"
+    assert detail["message"] == (
+        'a.parquet: no column "reward_model.ground_truth" (the columns are: data_source, prompt, extra_info)'
+    )
+    bad_prompt = [VERL_ROWS[0], {**VERL_ROWS[1], "prompt": [{"role": "user", "content": ""}]}]
+    f = SimpleUploadedFile("b.parquet", verl_parquet(bad_prompt))
+    r = client.post("/api/v1/datasets", {"file": f}, format="multipart")
+    assert r.status_code == 400
+    assert r.json()["error"]["details"] == [
+        {
+            "field": "rows[2]",
+            "message": "row 2 (index 1): prompt[0].content must be a non-empty string, got an empty string",
+        }
+    ]
+    with override_settings(DATASET_MAX_BYTES=100):
+        f = SimpleUploadedFile("c.parquet", verl_parquet(VERL_ROWS))
+        assert client.post("/api/v1/datasets", {"file": f}, format="multipart").status_code == 413
+    assert not Dataset.objects.exists()
+    assert not any(p.is_file() for p in datasets_dir.rglob("*"))

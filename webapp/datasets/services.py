@@ -1,8 +1,9 @@
 """Writes and checks for datasets: upload (every row checked by the engine), delete, dry-run a
 grader, and turn a job spec's ``data.train_files: "dataset:<name>"`` into the stored file's path.
 
-Files live at ``<DATASETS_DIR>/<tenant id>/<dataset id>.jsonl``: a dataset's name is only ever
-a database value, so no name (``../x``, ``a/b``) can point a path anywhere else.
+Files live at ``<DATASETS_DIR>/<tenant id>/<dataset id>.jsonl`` (``.parquet`` for a Parquet upload,
+the suffix by which the engine picks its reader): a dataset's name is only ever a database value,
+so no name (``../x``, ``a/b``) can point a path anywhere else.
 """
 
 from __future__ import annotations
@@ -54,8 +55,13 @@ def tenant_dir(tenant_id: Any) -> Path:
 
 
 def dataset_path(dataset: Dataset) -> Path:
-    """The stored file's absolute path, what the engine reads."""
-    return tenant_dir(dataset.tenant_id) / f"{dataset.pk}.jsonl"
+    """The stored file's absolute path, what the engine reads: ``<id>.parquet`` if stored so, else ``<id>.jsonl``."""
+    parquet = stored_path(dataset, "parquet")
+    return parquet if parquet.exists() else stored_path(dataset, "jsonl")
+
+
+def stored_path(dataset: Dataset, fmt: str) -> Path:
+    return tenant_dir(dataset.tenant_id) / f"{dataset.pk}.{fmt}"
 
 
 def dataset_ref(name: str) -> str:
@@ -71,9 +77,12 @@ def check_name(name: object, field: str = "name") -> str:
 
 
 def name_from_filename(filename: str) -> str:
-    """``gsm8k-small.jsonl`` -> ``gsm8k-small`` (still checked by :func:`check_name`)."""
+    """``gsm8k-small.jsonl`` (or ``.parquet``) -> ``gsm8k-small`` (still checked by :func:`check_name`)."""
     base = filename.replace("\\", "/").rsplit("/", 1)[-1]
-    return base[: -len(".jsonl")] if base.lower().endswith(".jsonl") else base
+    for suffix in (".jsonl", ".parquet"):
+        if base.lower().endswith(suffix):
+            return base[: -len(suffix)]
+    return base
 
 
 def too_large(size: int | None = None) -> DatasetTooLarge:
@@ -105,12 +114,16 @@ def _problem_details(
     return details
 
 
-def dataset_create(*, tenant: Tenant, user: Any, name: str, content: bytes) -> Dataset:
-    """Check every row through the engine, store the file and its metadata; nothing is stored on any problem."""
+def dataset_create(*, tenant: Tenant, user: Any, name: str, content: bytes, filename: str = "") -> Dataset:
+    """Check every row through the engine, store the file and its metadata; nothing is stored on any problem.
+
+    JSONL, or Parquet in verl's layout: by ``filename``'s suffix (an uploaded file's name), else
+    by the content's Parquet magic bytes."""
     check_name(name)
     if len(content) > max_bytes():
         raise too_large(len(content))
-    found = engine_gateway.check_dataset(content, filename=name, max_problems=MAX_LISTED_PROBLEMS)
+    checked_as = filename if filename.lower().endswith((".jsonl", ".parquet")) else name
+    found = engine_gateway.check_dataset(content, filename=checked_as, max_problems=MAX_LISTED_PROBLEMS)
     if found.problem_count:
         n = found.problem_count
         raise DatasetInvalid(
@@ -134,7 +147,7 @@ def dataset_create(*, tenant: Tenant, user: Any, name: str, content: bytes) -> D
         sha256=hashlib.sha256(content).hexdigest(),
         created_by=user if getattr(user, "pk", None) else None,
     )
-    path = dataset_path(dataset)
+    path = stored_path(dataset, found.format)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".upload-", suffix=".tmp")
     try:
@@ -177,10 +190,14 @@ def dataset_delete(*, dataset: Dataset) -> None:
 
 
 def dataset_head(dataset: Dataset, rows: int) -> list[engine_gateway.DatasetRow]:
-    """The first ``rows`` good rows, reading only as many lines as that takes."""
+    """The first ``rows`` good rows, reading only as many lines as that takes (all of a Parquet file)."""
+    path = dataset_path(dataset)
+    if path.suffix == ".parquet":
+        content = path.read_bytes()
+        return engine_gateway.check_dataset(content, filename=f"{dataset.name}.parquet", preview_rows=rows).preview
     lines: list[bytes] = []
     found = 0
-    with dataset_path(dataset).open("rb") as f:
+    with path.open("rb") as f:
         for line in f:
             lines.append(line)
             if line.strip():
@@ -190,9 +207,9 @@ def dataset_head(dataset: Dataset, rows: int) -> list[engine_gateway.DatasetRow]
     return engine_gateway.check_dataset(b"".join(lines), filename=dataset.name, preview_rows=rows).preview
 
 
-def perfect_completion(answer: str) -> str:
-    """What a model that gets it right writes: the answer after the ``####`` mark."""
-    return f"#### {answer}"
+def perfect_completion(answer: str, grader: str = "numeric") -> str:
+    """What a model that gets it right writes: the answer after the ``####`` mark (``\\boxed{}`` for ``math``)."""
+    return f"\\boxed{{{answer}}}" if grader == "math" else f"#### {answer}"
 
 
 def grader_dry_run(
@@ -220,7 +237,9 @@ def grader_dry_run(
         picked = [(i, r["prompt"], r["answer"].strip()) for i, r in enumerate(rows or [], start=1)]
     results = []
     for i, (line, prompt, answer) in enumerate(picked[:DRY_RUN_MAX_ROWS]):
-        completion = completions[i] if completions is not None and i < len(completions) else perfect_completion(answer)
+        completion = (
+            completions[i] if completions is not None and i < len(completions) else perfect_completion(answer, grader)
+        )
         results.append(
             {
                 "line": line,
@@ -268,8 +287,9 @@ def resolve_dataset_refs(tenant: Tenant, spec: Mapping[str, Any], *, field_prefi
             )
     grader = data.get("grader", "numeric")
     if isinstance(grader, str) and grader in engine_gateway.grader_names():
+        path = dataset_path(dataset)
         found = engine_gateway.check_dataset(
-            dataset_path(dataset).read_bytes(), filename=dataset.name, grader=grader, max_problems=MAX_LISTED_PROBLEMS
+            path.read_bytes(), filename=f"{dataset.name}{path.suffix}", grader=grader, max_problems=MAX_LISTED_PROBLEMS
         )
         if found.problem_count:
             raise SpecInvalid(
@@ -284,7 +304,7 @@ def resolve_dataset_refs(tenant: Tenant, spec: Mapping[str, Any], *, field_prefi
 
 def _own_stored(tenant: Tenant, value: str) -> Dataset | None:
     path = Path(value)
-    if path.suffix != ".jsonl" or str(path.parent) != str(tenant_dir(tenant.pk)):
+    if path.suffix not in (".jsonl", ".parquet") or str(path.parent) != str(tenant_dir(tenant.pk)):
         return None
     try:
         dataset_id = uuid.UUID(path.stem)

@@ -244,7 +244,7 @@ export interface DatasetDetail extends Dataset {
   preview: DatasetRow[];
 }
 
-export type GraderName = 'numeric' | 'exact_match';
+export type GraderName = 'numeric' | 'exact_match' | 'math';
 
 /** POST /graders/dry-run: a stored dataset's first rows, or rows sent inline. */
 export interface DryRunInput {

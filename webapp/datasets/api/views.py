@@ -66,7 +66,8 @@ class DatasetListView(KnownQueryOnly, APIView):
             extra = [k for k in request.data if k not in MULTIPART_FIELDS]
             if extra:
                 raise ValidationError({k: [unknown_name(k, MULTIPART_FIELDS)] for k in extra})
-            name = str(request.data.get("name") or services.name_from_filename(upload.name or ""))
+            filename = upload.name or ""
+            name = str(request.data.get("name") or services.name_from_filename(filename))
             content = services.read_limited(upload.chunks())
         else:
             body = DatasetCreateInput(data=request.data)
@@ -74,9 +75,12 @@ class DatasetListView(KnownQueryOnly, APIView):
                 if request.content_type.startswith("multipart/"):
                     raise ValidationError({"file": ["send the JSONL file as the 'file' field"]})
                 raise ValidationError(body.errors)
+            filename = ""
             name = body.validated_data["name"]
             content = services.read_limited([body.validated_data["content"].encode("utf-8")])
-        dataset = services.dataset_create(tenant=tenant, user=request.user, name=name, content=content)
+        dataset = services.dataset_create(
+            tenant=tenant, user=request.user, name=name, content=content, filename=filename
+        )
         return Response(DatasetOutput(dataset).data, status=status.HTTP_201_CREATED)
 
 

@@ -3,6 +3,7 @@ import type { FieldError, GraderName } from '../../api/types';
 export const GRADERS: readonly { name: GraderName; title: string }[] = [
   { name: 'numeric', title: 'numeric (the first number after ####)' },
   { name: 'exact_match', title: 'exact_match (the words after ####)' },
+  { name: 'math', title: 'math (the \\boxed{} or LaTeX answer, checked with math-verify)' },
 ];
 
 export const DATASET_REF_PREFIX = 'dataset:';
