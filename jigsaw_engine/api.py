@@ -17,7 +17,7 @@ from jigsaw_engine.hosts.local import EngineConfig, EngineMode, start_local_engi
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
 from jigsaw_engine.spec.models import ModelSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
-from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS
+from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS, checkpoint_presets
 
 __all__ = [
     "DatasetCheck",
@@ -125,9 +125,10 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def list_presets(*, mode: EngineMode = "simulated") -> list[dict[str, Any]]:
-    """The submit form's ready-made specs: full-size models, or in real mode tiny ones."""
-    chosen = REAL_PRESETS if mode == "real" else PRESETS
+def list_presets(*, mode: EngineMode = "simulated", model_roots: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The submit form's ready-made specs: full-size models, or in real mode tiny ones and one
+    for each checkpoint in ``model_roots``."""
+    chosen = [*REAL_PRESETS, *checkpoint_presets(model_roots)] if mode == "real" else PRESETS
     return [{"name": p.name, "title": p.title, "spec": dict(p.spec)} for p in chosen]
 
 

@@ -103,7 +103,7 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def list_presets() -> list[dict[str, Any]]:
-    return engine_api.list_presets(mode=_config().mode)
+    return engine_api.list_presets(mode=_config().mode, model_roots=settings.ENGINE_MODEL_ROOTS)
 
 
 def submit_pipeline(*, job_id: str, spec: Mapping[str, Any]) -> None:

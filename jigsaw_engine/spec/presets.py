@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -88,3 +90,20 @@ REAL_PRESETS: tuple[Preset, ...] = (
     ),
 )
 """The same three kinds of job, sized for real training on this machine's cores."""
+
+
+def checkpoint_presets(model_roots: Sequence[str]) -> list[Preset]:
+    """A ready-made job for each checkpoint found directly under ``model_roots`` (a folder with a
+    ``config.json``), so the submit form offers the models the service was given, by path."""
+    found: list[Preset] = []
+    for root in model_roots:
+        folder = Path(root).expanduser()
+        if not folder.is_dir():
+            continue
+        for candidate in sorted(folder.iterdir()):
+            if (candidate / "config.json").is_file():
+                spec = {**_tiny(f"{candidate.name}-grpo", "gsm8k"), "model": {"path": str(candidate.resolve())}}
+                found.append(
+                    Preset(f"checkpoint-{candidate.name}", f"Arithmetic, GRPO ({candidate.name}, by path)", spec)
+                )
+    return found

@@ -63,3 +63,50 @@ def test_a_tiny_preset_trains_for_real_through_the_api(
     assert all(s["prompt"] and 0.0 <= s["reward"] <= 1.0 for s in samples)
     assert c.get(f"/api/v1/jobs/{job_id}/samples?step=2").json()["results"][0]["step"] == 2
     assert job.gpu_seconds > 0  # cores, billed as the cluster's devices
+
+
+def test_a_tenants_checkpoint_trains_by_path_through_the_api(
+    celery_worker_thread: Any, real_engine: None, make_actor: Any, tmp_path: Path
+) -> None:
+    """The service's model folder holds a real-architecture checkpoint: the submit form offers
+    it, the job trains it on vLLM (or the torch loop where vLLM is absent), and its samples are
+    the prompts its own chat template wrote. A path outside the model folders is refused."""
+    from jigsaw_engine.train.example_checkpoint import ExampleCheckpoint, build_example_checkpoint
+
+    folder = build_example_checkpoint(tmp_path / "models" / "tiny-qwen3-arith", ExampleCheckpoint(warmup_steps=60))
+    before = settings.ENGINE_MODEL_ROOTS
+    settings.ENGINE_MODEL_ROOTS = [str(tmp_path / "models")]
+    try:
+        actor = make_actor("acme")
+        Quota.objects.filter(tenant=actor.tenant).update(guaranteed_gpus={"cpu": 2})
+        c = APIClient()
+        c.credentials(HTTP_AUTHORIZATION=f"Bearer {actor.token}")
+        presets = {p["name"]: p["spec"] for p in c.get("/api/v1/presets").json()["results"]}
+        spec = presets["checkpoint-tiny-qwen3-arith"]
+        assert spec["model"] == {"path": str(folder.resolve())}
+        spec = {**spec, "data": {"train_batch_size": 8}, "trainer": {"total_steps": 2}}
+
+        outside = c.post(
+            "/api/v1/jobs",
+            {"spec": {**spec, "model": {"path": "/etc"}}},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()),
+        )
+        assert outside.status_code == 400
+        (detail,) = outside.json()["error"]["details"]
+        assert detail["field"] == "spec.model.path" and "ENGINE_MODEL_ROOTS" in detail["message"]
+
+        r = c.post("/api/v1/jobs", {"spec": spec}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+        assert r.status_code == 201, r.content
+        job_id = r.json()["id"]
+        deadline = time.monotonic() + 240
+        while Job.objects.get(pk=job_id).status not in ("succeeded", "failed") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        job = Job.objects.get(pk=job_id)
+        assert job.status == "succeeded", job.status_reason
+        series = c.get(f"/api/v1/jobs/{job_id}/metrics").json()["series"]
+        assert [step for step, _ in series["critic/score/mean"]] == [1.0, 2.0]
+        samples = c.get(f"/api/v1/jobs/{job_id}/samples").json()["results"]
+        assert samples and all(s["prompt"].startswith("<|im_start|>user\n") for s in samples)
+    finally:
+        settings.ENGINE_MODEL_ROOTS = before
