@@ -97,6 +97,17 @@ class RolloutEngine(Protocol):
     def load_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
         """Replace the model's weights in place (after a training update)."""
 
+    def release_memory(self) -> str:
+        """Give back the device memory this engine holds while it has no requests, so a trainer
+        sharing its device can use it; how (:data:`MEMORY_RELEASED`, or the fallback by name)."""
+
+    def reclaim_memory(self) -> None:
+        """Take the memory back: before the next request or weight load after a release."""
+
+
+MEMORY_RELEASED = "released"
+"""What :meth:`RolloutEngine.release_memory` says when the memory was given back."""
+
 
 def token_seed(seed: int, index: int) -> int:
     """The seed of the draw for a request's ``index``-th token (a 64-bit mix of both)."""

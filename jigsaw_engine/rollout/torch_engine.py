@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from transformers import DynamicCache, PreTrainedModel
 
 from jigsaw_engine.rollout.protocol import (
+    MEMORY_RELEASED,
     ExportedRequest,
     FinishedRequest,
     IterationStats,
@@ -157,6 +158,17 @@ class TorchRolloutEngine:
         re-prefilled at the next iteration (their tokens count as that iteration's prefill)."""
         self._model.load_state_dict(dict(weights), strict=False)
         self._cached = None
+
+    def release_memory(self) -> str:
+        """Drop the KV cache (the weights are the trainer's size and stay); an engine with
+        requests in flight keeps it, since they would have to be re-prefilled."""
+        if self._running or self._waiting:
+            return "kept: requests in flight"
+        self._cached = None
+        return MEMORY_RELEASED
+
+    def reclaim_memory(self) -> None:
+        """Nothing to do: the next prefill builds a new cache."""
 
     # -- one iteration -------------------------------------------------------------------------
     def step(self) -> list[FinishedRequest]:

