@@ -2,7 +2,7 @@
 
 It is what a tenant brings (a Hugging Face directory: ``config.json``, safetensors, a tokenizer
 with its chat template, ``generation_config.json``), only a few million parameters so that it
-trains on a CPU: a Qwen3 decoder, a byte-level BPE tokenizer trained on the task's text with
+trains on a CPU: a Qwen3 decoder (or a Llama one), a byte-level BPE tokenizer trained on the task's text with
 ChatML's special tokens and a ChatML chat template, and a short supervised warm-up on ideal
 arithmetic replies so that RL has something to improve (a random model never writes an answer
 and earns no reward to learn from). A job names it by path like any checkpoint; nothing in the
@@ -15,9 +15,10 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
-from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 from jigsaw_engine.envs.math_tasks import MathEnv, generate_arithmetic
 from jigsaw_engine.models.chat import ChatFormat
@@ -40,6 +41,7 @@ CHATML_SPECIALS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 class ExampleCheckpoint:
     """What shapes the checkpoint; the folder records it so a rebuild can be skipped."""
 
+    architecture: Literal["qwen3", "llama"] = "qwen3"
     hidden_size: int = 128
     num_layers: int = 4
     num_heads: int = 4
@@ -67,7 +69,8 @@ def build_example_checkpoint(folder: Path, shape: ExampleCheckpoint = ExampleChe
     )
     tokenizer.chat_template = CHATML_TEMPLATE
     end_of_turn = ChatFormat(tokenizer).end_of_turn_id
-    config = Qwen3Config(
+    config_class = Qwen3Config if shape.architecture == "qwen3" else LlamaConfig
+    config = config_class(
         vocab_size=len(tokenizer),
         hidden_size=shape.hidden_size,
         num_hidden_layers=shape.num_layers,
@@ -82,7 +85,8 @@ def build_example_checkpoint(folder: Path, shape: ExampleCheckpoint = ExampleChe
         bos_token_id=None,
     )
     torch.manual_seed(shape.seed)
-    model = Qwen3ForCausalLM(config).to(torch.float32)
+    model_class = Qwen3ForCausalLM if shape.architecture == "qwen3" else LlamaForCausalLM
+    model = model_class(config).to(torch.float32)
     warmup = WarmupConfig(steps=shape.warmup_steps, batch_size=32, seed=shape.seed)
     supervised_warmup(model, warmup_samples(env, tasks, tokenizer), warmup, pad_token_id=tokenizer.pad_token_id)
     staging = folder.with_name(f".{folder.name}.building")
@@ -97,5 +101,5 @@ def build_example_checkpoint(folder: Path, shape: ExampleCheckpoint = ExampleChe
     return folder
 
 
-def _fields(shape: ExampleCheckpoint) -> dict[str, int]:
+def _fields(shape: ExampleCheckpoint) -> dict[str, int | str]:
     return {name: getattr(shape, name) for name in shape.__dataclass_fields__}

@@ -85,3 +85,13 @@ def test_a_hub_checkpoint_that_cannot_be_reached_is_refused_with_the_way_out(mon
         checkpoint_directory(
             CheckpointSource(hub_id="Qwen/Qwen2.5-0.5B-Instruct", revision="main"), cache_dir=tmp_path / "cache"
         )
+
+
+def test_a_llama_checkpoint_trains_on_vllm_too(tmp_path):
+    pytest.importorskip("vllm", reason="vLLM is not installed: pip install -e .[rollout-cpu]")
+    folder = build_example_checkpoint(tmp_path / "tiny-llama", replace(SMALL, architecture="llama"))
+    spec = parse_pipeline_spec(checkpoint_spec(folder))
+    assert spec.model.architecture == "llama"
+    pipeline = build_real_pipeline(spec, train_parts=1)
+    assert type(pipeline.job.engines[0]).__name__ == "VllmRolloutEngine"
+    assert pipeline.run_step()[names.RESPONSE_LENGTH_MEAN] > 0
