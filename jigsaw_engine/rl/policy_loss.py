@@ -4,12 +4,14 @@ Recipes differ less in the per-token loss than in how it is averaged: over all t
 sequence, or over a fixed length (Dr. GRPO), which changes how much long responses weigh. So the
 aggregation is one function, :func:`aggregate_loss`, shared by the policy, entropy, KL and value
 terms. The clipped policy loss carries DAPO's asymmetric clip ("clip-higher") and the dual clip
-that bounds the loss of negative-advantage tokens whose ratio has run away.
+that bounds the loss of negative-advantage tokens whose ratio has run away; its decoupled form
+(:func:`decoupled_ppo_policy_loss`) trains on rollouts an older policy generated (asynchronous
+RL, as AReaL does).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 import torch
@@ -81,6 +83,10 @@ class PolicyLossOutput:
     """Fraction of valid tokens where the dual clip capped a negative-advantage loss (detached)."""
     ppo_kl: Tensor
     """Masked mean of ``old_logp - logp``: how far the update has moved the policy (detached)."""
+    behav_imp_weight: Tensor | None = None
+    """Decoupled loss only: mean of ``pi_prox / pi_behav`` over the valid tokens the cap kept (detached)."""
+    behav_capped_frac: Tensor | None = None
+    """Decoupled loss only: fraction of valid tokens whose weight passed the cap and were left out (detached)."""
 
 
 def ppo_policy_loss(
@@ -100,31 +106,111 @@ def ppo_policy_loss(
     for negative advantages the loss is further capped at ``-advantage * clip_ratio_c``.
     """
     _check_same_shape("old_logp", old_logp, "logp", logp)
+    clip = (clip_ratio_low, clip_ratio_high, clip_ratio_c)
+    return _clipped_loss(logp, old_logp, advantages, response_mask, clip, agg_mode)
+
+
+BEHAV_IMP_WEIGHT_CAP = 5.0
+"""The decoupled loss leaves out tokens whose ``pi_prox / pi_behav`` exceeds this: AReaL's
+``behav_imp_weight_cap``, 5 in its GRPO examples."""
+
+
+def decoupled_ppo_policy_loss(
+    logp: Tensor,
+    prox_logp: Tensor,
+    behav_logp: Tensor,
+    advantages: Tensor,
+    response_mask: Tensor,
+    *,
+    clip_ratio_low: float = 0.2,
+    clip_ratio_high: float = 0.2,
+    clip_ratio_c: float = 3.0,
+    behav_imp_weight_cap: float | None = BEHAV_IMP_WEIGHT_CAP,
+    agg_mode: LossAggMode = "token-mean",
+) -> PolicyLossOutput:
+    """Decoupled PPO (AReaL, "asynchronous RL" for LLM reasoning): the clipped surrogate for
+    tokens sampled by an older *behaviour* policy than the one being trained.
+
+    Three policies meet in it. ``behav_logp``: the log-probs the rollout engine sampled each
+    token with, recorded at generation (``pi_behav``, possibly several updates old).
+    ``prox_logp``: the *proximal* policy, the current weights before this update (the
+    ``old_logprob`` forward), which the clip keeps the update close to. ``logp``: the policy
+    being trained. Per token::
+
+        w     = pi_prox / pi_behav = exp(prox_logp - behav_logp)        (a constant: no gradient)
+        r     = pi / pi_prox       = exp(logp - prox_logp)
+        term  = max(-A * r, -A * clip(r, 1 - low, 1 + high))             (PPO's clipped term)
+        term  = min(term, -A * c)   where A < 0                          (the dual clip)
+        loss  = w * term            where w <= cap, else 0
+
+    and ``loss`` is aggregated over ``response_mask`` as :func:`ppo_policy_loss` does. The
+    weight is the importance-sampling correction from the behaviour policy to the proximal
+    one; clipping around the proximal policy instead of the behaviour one bounds the update
+    by what the current weights do, however stale the data. The cap is AReaL's rule: a token
+    whose weight exceeds ``behav_imp_weight_cap`` (its behaviour policy gave it far less
+    probability than the current one does) is left out of the loss, its term set to 0, while
+    still counting in the aggregation's denominator; None keeps every token at its full weight.
+
+    Where ``behav_logp == prox_logp`` (a synchronous step: the policy that generated the
+    rollout is the one about to train) every weight is exactly 1 and this is
+    :func:`ppo_policy_loss`, bit for bit.
+    """
+    _check_same_shape("prox_logp", prox_logp, "logp", logp)
+    _check_same_shape("behav_logp", behav_logp, "logp", logp)
+    if behav_imp_weight_cap is not None and not behav_imp_weight_cap > 1.0:
+        raise ValueError(f"behav_imp_weight_cap: must be > 1 or None, got {behav_imp_weight_cap}; AReaL uses 5")
     _check_same_shape("advantages", advantages, "logp", logp)
     _check_same_shape("response_mask", response_mask, "logp", logp)
-    if not 0.0 <= clip_ratio_low < 1.0:
-        raise ValueError(f"clip_ratio_low: must be in [0, 1), got {clip_ratio_low}; 0.2 is usual")
-    if clip_ratio_high < 0.0:
-        raise ValueError(f"clip_ratio_high: must be >= 0, got {clip_ratio_high}; 0.2 (0.28 for DAPO) is usual")
-    if clip_ratio_c <= 1.0:
-        raise ValueError(f"clip_ratio_c: must be > 1, got {clip_ratio_c}; the dual clip's usual value is 3.0")
+    weight = torch.exp(torch.clamp(prox_logp - behav_logp, -_LOG_RATIO_BOUND, _LOG_RATIO_BOUND)).detach()
+    valid = response_mask.bool()
+    kept = valid if behav_imp_weight_cap is None else valid & (weight <= behav_imp_weight_cap)
+    weight = torch.where(kept, weight, torch.zeros_like(weight))
+    clip = (clip_ratio_low, clip_ratio_high, clip_ratio_c)
+    out = _clipped_loss(logp, prox_logp, advantages, response_mask, clip, agg_mode, weight=weight)
+    return replace(
+        out,
+        behav_imp_weight=masked_mean(weight, kept.to(weight.dtype)).detach(),
+        behav_capped_frac=masked_mean((valid & ~kept).to(weight.dtype), response_mask).detach(),
+    )
+
+
+def _clipped_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    response_mask: Tensor,
+    clip: tuple[float, float, float],
+    agg_mode: LossAggMode,
+    *,
+    weight: Tensor | None = None,
+) -> PolicyLossOutput:
+    """PPO's clipped term per token against ``old_logp`` (``clip``: low, high, dual), times
+    ``weight`` where given, aggregated; and its detached statistics."""
+    low, high, c = clip
+    _check_same_shape("advantages", advantages, "logp", logp)
+    _check_same_shape("response_mask", response_mask, "logp", logp)
+    if not 0.0 <= low < 1.0:
+        raise ValueError(f"clip_ratio_low: must be in [0, 1), got {low}; 0.2 is usual")
+    if high < 0.0:
+        raise ValueError(f"clip_ratio_high: must be >= 0, got {high}; 0.2 (0.28 for DAPO) is usual")
+    if c <= 1.0:
+        raise ValueError(f"clip_ratio_c: must be > 1, got {c}; the dual clip's usual value is 3.0")
 
     log_ratio = torch.clamp(logp - old_logp, -_LOG_RATIO_BOUND, _LOG_RATIO_BOUND)
     ratio = torch.exp(log_ratio)
     ppo_kl = masked_mean(-log_ratio, response_mask)
 
     unclipped = -advantages * ratio
-    clipped = -advantages * torch.clamp(ratio, 1.0 - clip_ratio_low, 1.0 + clip_ratio_high)
+    clipped = -advantages * torch.clamp(ratio, 1.0 - low, 1.0 + high)
     clip_loss = torch.maximum(unclipped, clipped)
     pg_clipfrac = masked_mean((clipped > unclipped).to(logp.dtype), response_mask)
 
-    dual_cap = -advantages * clip_ratio_c
+    dual_cap = -advantages * c
     negative = advantages < 0
     pg_clipfrac_lower = masked_mean(((clip_loss > dual_cap) & negative).to(logp.dtype), response_mask)
     pg_losses = torch.where(negative, torch.minimum(clip_loss, dual_cap), clip_loss)
-
     return PolicyLossOutput(
-        pg_loss=aggregate_loss(pg_losses, response_mask, agg_mode),
+        pg_loss=aggregate_loss(pg_losses if weight is None else pg_losses * weight, response_mask, agg_mode),
         pg_clipfrac=pg_clipfrac.detach(),
         pg_clipfrac_lower=pg_clipfrac_lower.detach(),
         ppo_kl=ppo_kl.detach(),

@@ -3,7 +3,10 @@
 One :meth:`PolicyTrainer.update` is one RL step's training: the batch is split into
 ``ppo_mini_batch_size`` optimizer steps (each accumulating gradients over micro-batches), for
 ``ppo_epochs`` passes. Old log-probs are taken once before the update, so the ratio is 1 on the
-first mini-batch and the clip only matters on later ones, as in verl.
+first mini-batch and the clip only matters on later ones, as in verl. Given the log-probs the
+rollout engine sampled with (an asynchronous job's older policy), the loss is the decoupled one
+(:func:`~jigsaw_engine.rl.policy_loss.decoupled_ppo_policy_loss`), the old log-probs its
+proximal policy.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ if TYPE_CHECKING:
 
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.kl import KLEstimator, kl_loss
-from jigsaw_engine.rl.policy_loss import LossAggMode, aggregate_loss, ppo_policy_loss
+from jigsaw_engine.rl.policy_loss import (
+    BEHAV_IMP_WEIGHT_CAP,
+    LossAggMode,
+    PolicyLossOutput,
+    aggregate_loss,
+    decoupled_ppo_policy_loss,
+    ppo_policy_loss,
+)
 from jigsaw_engine.train.token_batch import (
     TokenBatch,
     batch_log_probs,
@@ -55,6 +65,9 @@ class ActorConfig:
     """Above ``clip_ratio_low`` is DAPO's clip-higher (0.28 there)."""
     clip_ratio_c: float = 3.0
     """Dual-clip bound for negative advantages."""
+    behav_imp_weight_cap: float | None = BEHAV_IMP_WEIGHT_CAP
+    """Decoupled loss (asynchronous jobs): tokens whose ``pi_prox / pi_behav`` exceeds this are
+    left out of the loss (AReaL's rule); None keeps them all."""
     loss_agg_mode: LossAggMode = "token-mean"
     kl_coef: float = 0.0
     """KL-to-reference loss weight; 0 skips the reference model entirely."""
@@ -115,8 +128,15 @@ class ActorTrainer(Protocol):
 
     def ref_log_probs(self, batch: TokenBatch) -> torch.Tensor | None: ...
 
-    def optimizer_step(  # (full batch, its advantages, old log-probs, ref log-probs, rows): metrics
-        self, b: TokenBatch, a: torch.Tensor, o: torch.Tensor, r: torch.Tensor | None, rows: torch.Tensor, /
+    def optimizer_step(  # (full batch, its advantages, old log-probs, ref log-probs, rows[, behaviour]): metrics
+        self,
+        b: TokenBatch,
+        a: torch.Tensor,
+        o: torch.Tensor,
+        r: torch.Tensor | None,
+        rows: torch.Tensor,
+        behav: torch.Tensor | None = None,
+        /,
     ) -> dict[str, float]: ...
 
     def plan_updates(self, batch_size: int, *, seed: int) -> list[torch.Tensor]: ...
@@ -207,13 +227,19 @@ class PolicyTrainer:
         all_old_logp: torch.Tensor,
         ref_logp: torch.Tensor | None,
         rows: torch.Tensor,
+        all_behav_logp: torch.Tensor | None = None,
     ) -> dict[str, float]:
-        """One optimizer step on ``rows`` of the batch; its actor metrics."""
+        """One optimizer step on ``rows`` of the batch; its actor metrics. ``all_behav_logp``:
+        the log-probs each token was sampled with, when an older policy than the old
+        (proximal) one generated the batch: the loss is then the decoupled one."""
         batch, advantages, old_logp = full_batch.rows(rows), all_advantages[rows], all_old_logp[rows]
+        behav_logp = all_behav_logp[rows] if all_behav_logp is not None else None
         self.model.train()
         cfg = self.config
         self.optimizer.zero_grad(set_to_none=True)
         acc = {names.PG_LOSS: 0.0, names.PG_CLIPFRAC: 0.0, names.PPO_KL: 0.0, names.ENTROPY: 0.0, names.KL_LOSS: 0.0}
+        if behav_logp is not None:
+            acc |= {names.BEHAV_IMP_WEIGHT: 0.0, names.BEHAV_CAPPED_FRAC: 0.0}
         width = batch.response_mask.shape[1]
         # Across a worker group the reduce-scatter averages over ranks: scaled, it sums.
         ranks = self.mesh.size() if self.mesh is not None else 1
@@ -227,16 +253,12 @@ class PolicyTrainer:
             logp, entropy = forward_log_probs(self.model, micro.trimmed(), with_entropy=True)
             assert entropy is not None
             logp, entropy = pad_columns(logp, width), pad_columns(entropy, width)
-            out = ppo_policy_loss(
-                logp,
-                old_logp[part],
-                advantages[part],
-                micro.response_mask,
-                clip_ratio_low=cfg.clip_ratio_low,
-                clip_ratio_high=cfg.clip_ratio_high,
-                clip_ratio_c=cfg.clip_ratio_c,
-                agg_mode=cfg.loss_agg_mode,
+            out = self._policy_loss(
+                logp, old_logp[part], None if behav_logp is None else behav_logp[part], advantages[part], micro
             )
+            if out.behav_imp_weight is not None and out.behav_capped_frac is not None:
+                acc[names.BEHAV_IMP_WEIGHT] += float(out.behav_imp_weight) * weight
+                acc[names.BEHAV_CAPPED_FRAC] += float(out.behav_capped_frac) * weight
             entropy_mean = aggregate_loss(entropy, micro.response_mask, cfg.loss_agg_mode)
             loss = out.pg_loss - cfg.entropy_coeff * entropy_mean
             if ref_logp is not None and cfg.kl_coef > 0:
@@ -264,6 +286,22 @@ class PolicyTrainer:
         acc[names.LR] = cfg.lr
         self.model.eval()
         return acc
+
+    def _policy_loss(
+        self, logp: torch.Tensor, old: torch.Tensor, behav: torch.Tensor | None, adv: torch.Tensor, micro: TokenBatch
+    ) -> PolicyLossOutput:
+        """PPO's clipped loss; the decoupled one (``old`` its proximal policy) given ``behav``."""
+        cfg = self.config
+        clip: dict[str, Any] = {
+            "clip_ratio_low": cfg.clip_ratio_low,
+            "clip_ratio_high": cfg.clip_ratio_high,
+            "clip_ratio_c": cfg.clip_ratio_c,
+            "agg_mode": cfg.loss_agg_mode,
+        }
+        if behav is None:
+            return ppo_policy_loss(logp, old, adv, micro.response_mask, **clip)
+        cap = cfg.behav_imp_weight_cap
+        return decoupled_ppo_policy_loss(logp, old, behav, adv, micro.response_mask, behav_imp_weight_cap=cap, **clip)
 
     def _my_micro_batches(self, batch: TokenBatch) -> list[tuple[torch.Tensor, float]]:
         """(rows, 1.0) for each micro-batch this process runs. Across a worker group, rank ``r``

@@ -9,7 +9,9 @@ import torch
 from torch.testing import assert_close
 
 from jigsaw_engine.rl.policy_loss import (
+    LOSS_AGG_MODES,
     aggregate_loss,
+    decoupled_ppo_policy_loss,
     entropy_bonus,
     entropy_from_logits,
     ppo_policy_loss,
@@ -157,6 +159,72 @@ def test_ppo_policy_loss_rejects_bad_arguments(kwargs: dict[str, object], match:
 def test_ppo_policy_loss_rejects_mismatched_shapes() -> None:
     with pytest.raises(ValueError, match="advantages"):
         ppo_policy_loss(torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(2, 2), torch.ones(2, 3))
+
+
+# --- decoupled PPO (asynchronous rollouts) --------------------------------------------------
+
+# Six valid tokens and a padding one. w = pi_prox / pi_behav (the importance weight from the
+# policy that sampled the token to the proximal one), r = pi / pi_prox; cap 5, clip 0.2, c = 3.
+WEIGHTS = [2.0, 0.5, 8.0, 1.0, 4.0, 0.5, 100.0]
+DECOUPLED_RATIOS = [1.5, 0.5, 1.0, 1.1, 4.0, 0.9, 50.0]
+DECOUPLED_ADVANTAGES = [1.0, -1.0, 1.0, 2.0, -1.0, -0.5, 100.0]
+
+
+def decoupled_inputs() -> tuple[torch.Tensor, ...]:
+    prox = t([[-1.0, -0.5, -2.0, -1.5, -3.0, -0.7, -1.0]])
+    logp = (prox + torch.log(t([DECOUPLED_RATIOS]))).requires_grad_(True)
+    behav = prox - torch.log(t([WEIGHTS]))
+    return logp, prox, behav, t([DECOUPLED_ADVANTAGES]), t([MASK])
+
+
+def test_decoupled_loss_weighs_the_clipped_term_by_prox_over_behav_and_drops_past_the_cap() -> None:
+    #   PPO term (against the proximal policy)                  x w     = token loss
+    #   t0 A=+1  r=1.5: max(-1.5, -1.2) = -1.2   (ratio clip)   x 2     = -2.4
+    #   t1 A=-1  r=0.5: max(0.5, 0.8)   =  0.8   (ratio clip)   x 0.5   =  0.4
+    #   t2 A=+1  r=1.0: -1                                      w 8 > 5 =  0 (left out)
+    #   t3 A=+2  r=1.1: -2.2                                    x 1     = -2.2
+    #   t4 A=-1  r=4.0: max(4, 1.2) = 4 -> min(4, 3) = 3 (dual) x 4     = 12
+    #   t5 A=-.5 r=0.9: 0.45                                    x 0.5   =  0.225
+    #   sum 8.025 over the 6 valid tokens (the left-out one still counts) = 1.3375
+    logp, prox, behav, adv, mask = decoupled_inputs()
+    out = decoupled_ppo_policy_loss(logp, prox, behav, adv, mask, behav_imp_weight_cap=5.0)
+    assert_close(out.pg_loss, t(8.025 / 6))
+    assert_close(out.pg_clipfrac, t(2 / 6))  # t0, t1
+    assert_close(out.pg_clipfrac_lower, t(1 / 6))  # t4
+    assert_close(out.behav_imp_weight, t((2 + 0.5 + 1 + 4 + 0.5) / 5))  # over the 5 kept tokens
+    assert_close(out.behav_capped_frac, t(1 / 6))  # t2
+    # d(-w A r)/d logp = -w A r on the unclipped, kept tokens (t3, t5), 0 elsewhere; / 6 tokens.
+    (grad,) = torch.autograd.grad(out.pg_loss, logp)
+    assert_close(grad, t([[0.0, 0.0, 0.0, -2.2 / 6, 0.0, 0.225 / 6, 0.0]]))
+    # No cap: t2 comes back at w = 8: -1 x 8 = -8; sum 0.025 / 6.
+    uncapped = decoupled_ppo_policy_loss(logp, prox, behav, adv, mask, behav_imp_weight_cap=None)
+    assert_close(uncapped.pg_loss, t(0.025 / 6))
+    # The same tokens without the correction are PPO's: -1.2 + 0.8 - 1 - 2.2 + 3 + 0.45 = -0.15.
+    assert_close(ppo_policy_loss(logp, prox, adv, mask).pg_loss, t(-0.15 / 6))
+
+
+@pytest.mark.parametrize("mode", LOSS_AGG_MODES)
+def test_decoupled_loss_is_ppo_bit_for_bit_when_behaviour_is_proximal(mode: str) -> None:
+    """A synchronous step: the policy that sampled the rollout is the one about to train, every
+    weight is exactly 1, and the loss, its gradient and its statistics are PPO's."""
+    generator = torch.Generator().manual_seed(0)
+    prox = -torch.rand(4, 9, generator=generator, dtype=torch.float32) * 3
+    adv = torch.randn(4, 9, generator=generator)
+    mask = (torch.rand(4, 9, generator=generator) > 0.2).float()
+    logp = (prox + 0.3 * torch.randn(4, 9, generator=generator)).requires_grad_(True)
+    ppo = ppo_policy_loss(logp, prox, adv, mask, clip_ratio_high=0.28, agg_mode=mode)  # type: ignore[arg-type]
+    decoupled = decoupled_ppo_policy_loss(logp, prox, prox.clone(), adv, mask, clip_ratio_high=0.28, agg_mode=mode)  # type: ignore[arg-type]
+    assert torch.equal(ppo.pg_loss, decoupled.pg_loss)
+    assert torch.equal(*(torch.autograd.grad(out.pg_loss, logp)[0] for out in (ppo, decoupled)))
+    for name in ("pg_clipfrac", "pg_clipfrac_lower", "ppo_kl"):
+        assert torch.equal(getattr(ppo, name), getattr(decoupled, name)), name
+    assert decoupled.behav_imp_weight == 1.0 and decoupled.behav_capped_frac == 0.0
+
+
+def test_decoupled_loss_rejects_a_cap_at_or_below_one() -> None:
+    x = torch.zeros(1, 2)
+    with pytest.raises(ValueError, match="behav_imp_weight_cap: must be > 1"):
+        decoupled_ppo_policy_loss(x, x, x, x, torch.ones(1, 2), behav_imp_weight_cap=1.0)
 
 
 # --- entropy --------------------------------------------------------------------------------
