@@ -7,6 +7,13 @@ nodes turn into work (``docs/real-runs.md`` lists what each node runs). A decode
 counted in sequences because a tiny model never reaches the token thresholds of a real one.
 Tool waits happen inside the episodes (a retriever call is a real wait), so ``tool`` nodes have
 no work of their own.
+
+An asynchronous pipeline (``mode: async``, ``staleness`` k) has up to k + 1 steps open: the
+controller starts a worker's rollout of step ``s`` once the weight sync of ``s - k - 1`` is done,
+so its decode nodes run beside an earlier step's log-prob forwards and update, possibly on
+other threads of this process at the same moment. Each node acts on its own step; the job
+itself refuses a rollout further ahead than k or a training phase out of order
+(:class:`~jigsaw_engine.train.rl_job.RLJob`), whatever calls it.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
-from jigsaw_engine.train.rl_job import RLJob
+from jigsaw_engine.train.rl_job import RLJob, StepOrderError
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +68,6 @@ class RealPipeline:
         elif start_step is None and checkpoint_dir is not None and job.restore_checkpoint(checkpoint_dir):
             self.resumed_at_step = job.step
         self._train_parts = train_parts
-        self._open_step: int | None = None
         self._lock = threading.Lock()
         self.step_metrics: list[dict[str, float]] = []
 
@@ -72,48 +78,47 @@ class RealPipeline:
         return NodeReport(node.node_id, time.perf_counter() - started, metrics, samples)
 
     def _run(self, node: SubStage) -> dict[str, float] | None:
-        job, kind = self.job, node.kind
-        if kind in (SubStageKind.LOAD, SubStageKind.TOOL):
+        if node.kind in (SubStageKind.LOAD, SubStageKind.TOOL):
             return None
-        if node.step != job.step:
-            raise RuntimeError(
-                f"node {node.node_id}: the job is at step {job.step}; the real runtime runs synchronous pipelines only"
-            )
-        if kind is SubStageKind.PREFILL:
+        try:
+            return self._run_phase(node)
+        except StepOrderError as exc:
+            raise StepOrderError(f"node {node.node_id}: {exc}") from exc
+
+    def _run_phase(self, node: SubStage) -> dict[str, float] | None:
+        job, kind, step = self.job, node.kind, node.step
+        if kind in (SubStageKind.PREFILL, SubStageKind.DECODE):
             with self._lock:
-                if self._open_step != node.step:
-                    # As wide as the scheduler made the step, up to the engines built.
-                    job.begin_step(workers=min(node.workers, len(job.engines)))
-                    self._open_step = node.step
-            return None
-        if kind is SubStageKind.DECODE:
+                if step >= job.next_step:  # as wide as the scheduler made it, up to the engines built
+                    job.begin_step(workers=min(node.workers, len(job.engines)), step=step)
             worker = node.worker if node.worker is not None else 0
-            if worker < job.step_workers:
-                _, total = job.live_episodes(worker)
-                share = LIVE_SHARE_AFTER_BUCKET.get((node.bucket or "tail").split(".")[0], 0.0)
-                job.rollout(worker, until_live_at_most=math.floor(share * total))
+            if worker >= job.workers_of(step):
+                return None
+            if kind is SubStageKind.PREFILL:
+                job.start_rollout(worker, step=step)
+                return None
+            _, total = job.live_episodes(worker, step=step)
+            share = LIVE_SHARE_AFTER_BUCKET.get((node.bucket or "tail").split(".")[0], 0.0)
+            job.rollout(worker, until_live_at_most=math.floor(share * total), step=step)
             return None
         return self._run_pipeline_wide(node)
 
     def _run_pipeline_wide(self, node: SubStage) -> dict[str, float] | None:
-        job = self.job
+        job, step = self.job, node.step
         if node.kind is SubStageKind.REWARD:
             # Every decode node has run by now; any episode still open (a bucket the graph did
             # not predict) is finished here rather than lost.
-            for worker in range(job.step_workers):
-                job.rollout(worker)
-            job.score()
+            job.score(step=step)
         elif node.kind is SubStageKind.OLD_LOGPROB:
-            job.old_log_probs()
+            job.old_log_probs(step=step)
         elif node.kind is SubStageKind.REF_LOGPROB:
-            job.ref_log_probs()
+            job.ref_log_probs(step=step)
         elif node.kind is SubStageKind.TRAIN:
             part = int((node.bucket or "mb0").removeprefix("mb")) + 1
-            job.train(part, self._train_parts)
+            job.train(part, self._train_parts, step=step)
         elif node.kind is SubStageKind.WEIGHT_SYNC:
-            metrics = job.sync_weights()
+            metrics = job.sync_weights(step=step)
             self._checkpoint()
-            self._open_step = None
             self.step_metrics.append(metrics)
             return metrics
         return None

@@ -30,8 +30,10 @@ from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.workload.plans import SequencePlan
 
 MULTI_THREADED_KINDS = frozenset({SubStageKind.OLD_LOGPROB, SubStageKind.REF_LOGPROB, SubStageKind.TRAIN})
-"""Pipeline-wide torch work: nothing else of the same (synchronous) pipeline runs meanwhile, so
-torch's process-wide thread count can follow the node's cores."""
+"""Pipeline-wide torch work, whose torch thread count follows the node's cores. Torch's OpenMP
+count is the calling thread's own (once the thread has run torch: a thread's first parallel
+call takes the count last set anywhere), and every node sets its lane's before it runs, so an
+asynchronous pipeline's next rollout, on a worker's lane meanwhile, keeps its one thread."""
 
 
 @ray.remote(max_concurrency=8)  # type: ignore[call-overload]

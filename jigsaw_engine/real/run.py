@@ -190,6 +190,8 @@ def _run(
             "tokens": int(produced),
             "score_mean_per_step": [round(m["critic/score/mean"], 4) for m in steps],
         }
+        if steps and "rollout/policy_lag_max" in steps[0]:  # asynchronous: how stale each step's rollout was
+            pipelines[pid]["policy_lag_per_step"] = [m["rollout/policy_lag_max"] for m in steps]
     predicted = predict_with_simulator(cluster, policy, specs, plans, graph_config=graph_config, slowdown=slowdown)
     as_profiled = (
         predict_with_simulator(cluster, policy, specs, plans, graph_config=graph_config)

@@ -20,10 +20,11 @@ def graph_config_for(name: str) -> GraphConfig:
 
 
 def real_graph_config_for(name: str) -> GraphConfig:
-    """The graph options for pipelines trained for real on this host. A real step is
-    synchronous and its job runs each log-prob forward over the whole batch, so two of the
-    simulator's mechanisms are off: tail migration and per-worker early forwards."""
-    return replace(graph_config_for(name), migrate_tails=False, early_logprobs=False)
+    """The graph options for pipelines trained for real on this host. A real job keeps whole
+    batches (each log-prob forward over the whole batch) and a rollout engine serves one
+    step's episodes at a time, so three of the simulator's mechanisms are off: tail migration,
+    per-worker early forwards, and an async worker's next rollout beside its tail."""
+    return replace(graph_config_for(name), migrate_tails=False, early_logprobs=False, overlap_rollouts=False)
 
 
 def make_scheduler(

@@ -90,11 +90,13 @@ def test_specs_that_cannot_run_for_real_say_why_field_by_field():
         }
     )
     errors = {e.field: e.message for e in check_real_spec(spec, path="pipelines[3]")}
-    assert set(errors) == {"pipelines[3].model", "pipelines[3].workload", "pipelines[3].mode"}
+    assert set(errors) == {"pipelines[3].model", "pipelines[3].workload"}  # async itself runs
     assert "tiny-qwen2-1m" in errors["pipelines[3].model"]
-    assert "set mode: sync" in errors["pipelines[3].mode"]
     with pytest.raises(SpecError):
         build_real_pipeline(spec, train_parts=1)
+    # The decoupled loss needs the engine's log-probs of the trainer's (untempered) distribution.
+    tempered = parse_pipeline_spec({**tiny_spec("t"), "mode": "async", "rollout": {"n": 2, "temperature": 0.7}})
+    assert [e.field for e in check_real_spec(tempered)] == ["rollout.temperature"]
 
 
 @pytest.mark.slow
@@ -174,7 +176,7 @@ def test_a_failing_sub_stage_is_reported_with_its_task_and_cause():
     pipeline = build_real_pipeline(parse_pipeline_spec(tiny_spec("arith")), train_parts=1, options=FAST)
     executor = ThreadExecutor({"arith": pipeline})
     runtime = RealRuntime(executor)
-    # A node of step 5 while the job is at step 0: the real runtime only runs sync pipelines in order.
+    # A node of step 5 while the job is at step 0: a synchronous job refuses to roll it out.
     node = SubStage("s5/w0/prefill", SubStageKind.PREFILL, 5, 0, None, 1, 0.0, ResourceClass.COMPUTE, 0.01)
     runtime.start(Task("arith", node, (0,)))
     finished = []
@@ -182,7 +184,9 @@ def test_a_failing_sub_stage_is_reported_with_its_task_and_cause():
         finished += runtime.advance_to(t)
     executor.shutdown()
     assert [f.task.task_id for f in finished] == ["arith/s5/w0/prefill"]
-    assert "synchronous pipelines only" in (finished[0].error or "")
+    error = finished[0].error or ""
+    assert "StepOrderError: node s5/w0/prefill: step 5's rollout would run 5 steps ahead" in error, error
+    assert "staleness 0 allows at most 0" in error
 
 
 def test_a_pipeline_on_vllm_learns_exactly_what_it_learns_on_the_torch_engine():
