@@ -215,6 +215,7 @@ def build_real_pipeline(
         )
         if spec.algorithm is Algorithm.PPO
         else None,
+        colocated=spec.resources.rollout_gpus is None,
         staleness=spec.staleness if spec.mode is SyncMode.ASYNC else 0,
         seed=spec.seed,
     )

@@ -45,10 +45,12 @@ RESPONSE_LENGTH_MAX: Final = "response_length/max"
 RESPONSE_LENGTH_CLIP_RATIO: Final = "response_length/clip_ratio"
 PROMPT_LENGTH_MEAN: Final = "prompt_length/mean"
 
-TimedStage = Literal["gen", "old_log_prob", "ref", "adv", "update_actor", "step"]
+TimedStage = Literal["gen", "old_log_prob", "ref", "adv", "update_actor", "sync", "step"]
 TIMED_STAGES: tuple[TimedStage, ...] = get_args(TimedStage)
 TIMING_PREFIX: Final = "timing_s/"
 
+ROLLOUT_MEMORY_RELEASED: Final = "perf/rollout_memory_released"
+"""Share of a colocated job's rollout engines that gave their device memory back while it trained."""
 THROUGHPUT: Final = "perf/throughput"
 TOTAL_NUM_TOKENS: Final = "perf/total_num_tokens"
 

@@ -17,6 +17,7 @@ decoupled PPO loss: the log-probs the engine sampled with are the behaviour poli
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import shutil
@@ -36,7 +37,7 @@ from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.advantages import AdvantageEstimator, compute_advantages, gae_advantages, outcome_token_rewards
 from jigsaw_engine.rl.dapo import count_informative_groups, informative_groups, overlong_penalty
 from jigsaw_engine.rl.kl import estimate_kl
-from jigsaw_engine.rollout.protocol import RolloutEngine, SamplingParams
+from jigsaw_engine.rollout.protocol import MEMORY_RELEASED, RolloutEngine, SamplingParams
 from jigsaw_engine.train.critic import CriticConfig, CriticTrainer, ValueTrainer
 from jigsaw_engine.train.episodes import EpisodeBatch, EpisodeResult
 from jigsaw_engine.train.policy_trainer import ActorConfig, ActorTrainer, PolicyTrainer, mean_metrics
@@ -49,6 +50,8 @@ from jigsaw_engine.train.rollout_workers import (
 )
 from jigsaw_engine.train.token_batch import TokenBatch, collate
 from jigsaw_engine.workload.plans import SequencePlan
+
+logger = logging.getLogger(__name__)
 
 SAMPLES_PER_STEP = 4
 """Completions kept per step for people to read (the dashboard's samples)."""
@@ -80,6 +83,9 @@ class RLJobConfig:
     actor: ActorConfig = field(default_factory=ActorConfig)
     critic: CriticConfig | None = None
     """PPO's critic; required by (and only used with) ``adv_estimator='gae'``."""
+    colocated: bool = True
+    """The rollout engines share their devices with the trainer (verl's layout): idle ones give
+    their memory back while an update runs. False: disaggregated, nothing to give back."""
     staleness: int = 0
     """Asynchronous RL: how many steps a rollout may run ahead of training (the spec's
     ``staleness`` with ``mode: async``). Step ``s``'s rollout begins once step ``s - staleness
@@ -217,6 +223,7 @@ class RLJob:
         if not self.engines:
             raise ValueError("engines: a job needs at least one rollout engine")
         self._workers = RolloutWorkers(self.engines)
+        self._memory_fallback_logged = False
         self.config = config
         self.trainer: ActorTrainer = trainer or PolicyTrainer(
             model, config.actor, keep_reference=config.kl_in_reward_coef > 0
@@ -489,6 +496,8 @@ class RLJob:
             open_step.behav_logp = behaviour_log_probs(
                 open_step.old_logp, open_step.batch.response_mask, open_step.sampled_logp
             )
+        if self.config.colocated and open_step.next_update == 0:
+            self._release_rollout_memory(open_step)
         started = time.perf_counter()
         if self.critic is not None and not open_step.critic_metrics:
             # verl's order: the critic learns from this step's returns before the actor updates.
@@ -508,6 +517,17 @@ class RLJob:
             failpoint("train.mid_update")  # the weights have moved; the step is not checkpointed
         open_step.timings["update_actor"] = open_step.timings.get("update_actor", 0.0) + time.perf_counter() - started
 
+    def _release_rollout_memory(self, open_step: _OpenStep) -> None:
+        """The update is about to run on the devices the rollout engines share with it: idle
+        engines give their memory back (each takes it again before its next batch)."""
+        said = self._workers.release_idle()
+        released = sum(answer == MEMORY_RELEASED for answer in said)
+        open_step.metrics[names.ROLLOUT_MEMORY_RELEASED] = released / max(1, len(said))
+        kept = sorted({answer for answer in said if answer != MEMORY_RELEASED and not answer.startswith("kept")})
+        if kept and not self._memory_fallback_logged:
+            logger.info("rollout engines keep their memory while the job trains: %s", "; ".join(kept))
+            self._memory_fallback_logged = True
+
     def sync_weights(self, *, step: int | None = None) -> dict[str, float]:
         """Finish any update left, push the weights to the engines, close the step: its metrics.
         An engine generating another step's episodes takes the weights before its next batch."""
@@ -518,7 +538,7 @@ class RLJob:
         started = time.perf_counter()
         # Even unchanged weights (nothing trained): the engines then hold version step + 1 too.
         self._workers.push(self.trainer.weights(), open_step.step + 1)
-        open_step.timings["update_actor"] = open_step.timings.get("update_actor", 0.0) + time.perf_counter() - started
+        open_step.timings["sync"] = time.perf_counter() - started
         metrics = open_step.metrics
         metrics.update(mean_metrics(open_step.actor_metrics))
         metrics.update(open_step.critic_metrics)

@@ -149,6 +149,7 @@ class RolloutWorkers:
             current.advance()
         with self._state:
             newest = self._newest
+        self.engines[worker].reclaim_memory()  # after a release while the job trained
         if newest is not None and newest[0] > self._versions[worker]:
             self.engines[worker].load_weights(newest[1])
             self._versions[worker] = newest[0]
@@ -176,6 +177,20 @@ class RolloutWorkers:
         copy = {name: tensor.detach().clone() for name, tensor in weights.items()} if missed else None
         with self._state:
             self._newest = (version, copy) if copy is not None else None
+
+    def release_idle(self) -> list[str]:
+        """Ask every engine not generating now to give its memory back, for a trainer about to
+        run on its device: what each said (:data:`~jigsaw_engine.rollout.protocol.MEMORY_RELEASED`,
+        or why not). Like a push, never waits for an engine another thread holds."""
+        said = []
+        for worker, engine in enumerate(self.engines):
+            with self.holding_if_free(worker) as free:
+                serving = self._serving[worker]
+                if not free or (serving is not None and serving.live):
+                    said.append("kept: requests in flight")
+                else:
+                    said.append(engine.release_memory())
+        return said
 
     def load_everywhere(self, weights: Mapping[str, torch.Tensor], version: int) -> None:
         """``weights`` into every engine now, waiting for each (a restore: nothing is generating)."""

@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 
 from jigsaw_engine.models.checkpoints import checkpoint_directory
 from jigsaw_engine.models.loading import ModelLoadError
@@ -70,9 +71,15 @@ def test_a_checkpoint_rolls_out_on_vllm_by_default_and_learns_what_the_torch_loo
     on_vllm = build_real_pipeline(spec, train_parts=1)
     on_torch = build_real_pipeline(spec, train_parts=1, options=RealJobOptions(rollout_engine="torch"))
     assert type(on_vllm.job.engines[0]).__name__ == "VllmRolloutEngine"
-    vllm_scores = [on_vllm.run_step()[names.SCORE_MEAN] for _ in range(2)]
-    torch_scores = [on_torch.run_step()[names.SCORE_MEAN] for _ in range(2)]
-    assert vllm_scores == torch_scores  # portable sampling, and the new weights reached vLLM in memory
+    vllm_steps = [on_vllm.run_step() for _ in range(2)]
+    torch_steps = [on_torch.run_step() for _ in range(2)]
+    # Portable sampling, and the new weights reached vLLM in memory (timed as the step's sync).
+    assert [m[names.SCORE_MEAN] for m in vllm_steps] == [m[names.SCORE_MEAN] for m in torch_steps]
+    assert all(m[names.timing_key("sync")] > 0 for m in vllm_steps + torch_steps)
+    # While the job trained, the torch engine dropped its KV cache; vLLM's CPU build has no sleep
+    # mode and kept its memory (the log names the fallback).
+    assert all(m[names.ROLLOUT_MEMORY_RELEASED] == 1.0 for m in torch_steps)
+    assert all(m[names.ROLLOUT_MEMORY_RELEASED] == (1.0 if torch.cuda.is_available() else 0.0) for m in vllm_steps)
 
 
 def test_a_hub_checkpoint_that_cannot_be_reached_is_refused_with_the_way_out(monkeypatch, tmp_path):
