@@ -3,7 +3,8 @@
     .venv/bin/python scripts/learning_curve.py --steps 150 [--batch 32]
 
 The job is the ``math-grpo`` preset that the dashboard offers in real mode (tiny Qwen2, 1M
-parameters, 8 replies per prompt), built by the same code as ``jigsaw run`` and the service
+parameters, 8 replies per prompt; ``--checkpoint DIR`` trains a Hugging Face checkpoint instead,
+on vLLM where it is installed), built by the same code as ``jigsaw run`` and the service
 (:func:`~jigsaw_engine.real.jobs.build_real_pipeline`): the same warm-up, learning
 rate, KL loss, four optimizer steps per update. Only the prompts per step (``--batch``) and the
 step count are set here. Every 10 steps it prints the mean exact-match reward of the last 10
@@ -16,6 +17,7 @@ import argparse
 import copy
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -32,10 +34,19 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=None, help="prompts per step (default: the preset's)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch threads (this machine's cores)")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        default=None,
+        help="train this Hugging Face checkpoint (a directory) instead of the tiny preset, e.g. the one "
+        "scripts/make_example_checkpoint.py writes to var/models/tiny-qwen3-arith",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     (preset,) = [p for p in REAL_PRESETS if p.name == "math-grpo"]
     raw = copy.deepcopy(dict(preset.spec))
+    if args.checkpoint is not None:
+        raw["model"] = {"path": str(args.checkpoint.resolve())}
     raw["seed"] = args.seed
     raw["trainer"] = {**raw["trainer"], "total_steps": args.steps}
     if args.batch is not None:
