@@ -1,6 +1,7 @@
 """Measure the CPU profile's engine constants with the project's own torch engine and trainer.
 
     .venv/bin/python scripts/measure_cpu_engine_profile.py [--write] [--out PATH] [--parallel-only]
+    .venv/bin/python scripts/measure_cpu_engine_profile.py --engine vllm [--write]
 
 ``scripts/measure_cpu_profile.py`` measures the host with numpy at the shapes of a 0.6B model
 (GEMM peak, memory bandwidth). The pipelines that really run here are the tiny presets, whose
@@ -43,6 +44,15 @@ Each constant is fitted on both presets' points (1M and 6M parameters, counted a
 simulator's model catalogue counts them) and printed with the fit's worst relative error.
 ``--write`` stores them into ``jigsaw_engine/cost/profiles/cpu.json``; the host constants of
 the numpy script stay as they are.
+
+``--engine vllm`` (about 7 minutes) measures the rollout constants of :class:`VllmRolloutEngine`
+instead, on the same pinned core, on both presets saved as checkpoints and on the example
+checkpoint (``scripts/make_example_checkpoint.py``; left out where it is missing): the decode
+iteration's (its paged cache read as the rows' own contexts, :mod:`jigsaw_engine.runtime.rollout_timing`),
+the prefill's (FLOPs at the prompts' own lengths; vLLM cuts a large batch's into several steps,
+all timed), and ``weight_load_s``, one in-memory reload of the weights. ``--write`` stores
+them, at the profile's recorded speed, as the profile's ``rollout_engines.vllm`` override,
+which a real run whose rollouts are on vLLM is forecast with.
 """
 
 from __future__ import annotations
@@ -61,7 +71,7 @@ from typing import Any
 import torch
 
 from jigsaw_engine.cost.cost_model import FRAMEWORK_FACTOR, RooflineCostModel, forward_flops, train_flops
-from jigsaw_engine.cost.device import DeviceProfile
+from jigsaw_engine.cost.device import ROLLOUT_ENGINES_KEY
 from jigsaw_engine.envs.graders import grade_numeric
 from jigsaw_engine.models.loading import build_tiny_model
 from jigsaw_engine.models.presets import tiny_preset
@@ -74,6 +84,7 @@ from jigsaw_engine.real.jobs import (
 )
 from jigsaw_engine.rollout.protocol import RolloutRequest, SamplingParams
 from jigsaw_engine.rollout.torch_engine import TorchRolloutEngine
+from jigsaw_engine.runtime import rollout_timing
 from jigsaw_engine.runtime.profile_fit import (
     DECODE_CASES,
     DECODE_TOKENS,
@@ -85,15 +96,20 @@ from jigsaw_engine.runtime.profile_fit import (
     DecodePoint,
     amdahl_fraction,
     decode_context,
+    device_profile,
     fit_decode,
     fit_flops_plus_extra,
+    fit_prefill,
     median_of,
 )
-from jigsaw_engine.spec.models import MODEL_CATALOGUE
+from jigsaw_engine.spec.checkpoints import model_from_checkpoint_dir
+from jigsaw_engine.spec.models import MODEL_CATALOGUE, ModelSpec
 from jigsaw_engine.train.policy_trainer import ActorConfig, PolicyTrainer
 from jigsaw_engine.train.token_batch import Sample, TokenBatch, batch_log_probs, collate
 
-OUT = Path(__file__).resolve().parents[1] / "jigsaw_engine" / "cost" / "profiles" / "cpu.json"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "jigsaw_engine" / "cost" / "profiles" / "cpu.json"
+EXAMPLE_CHECKPOINT = ROOT / "var" / "models" / "tiny-qwen3-arith"
 
 
 def on_cores(cores: set[int], fn: Callable[[], tuple[float, float]]) -> tuple[float, float]:
@@ -275,7 +291,7 @@ def fit_decode_points(profile: dict[str, Any], points: list[DecodePoint], max_et
     1.0), and unbounded it ran to the grid's edge."""
     eta_compute, t_fix, c_seq, eta_kv, worst = fit_decode(profile, points, max_eta)
     fitted = {"eta_compute": eta_compute, "t_fix_s": t_fix, "c_seq_s": c_seq, "eta_kv": eta_kv}
-    cost = RooflineCostModel(DeviceProfile(**{**profile, **fitted}))
+    cost = RooflineCostModel(device_profile(profile, **fitted))
     for m, b, widest, t in points:
         predicted = cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=decode_context(b, widest))
         print(f"decode   {m:14s} batch {b:4d} padded to {widest:3d} tokens: fitted {predicted / t - 1:+5.0%}")
@@ -299,6 +315,130 @@ def reward_s_per_sequence(subject: Subject) -> float:
     return (time.perf_counter() - t0) / len(replies)
 
 
+VLLM_DESCRIPTION = (
+    "measured {when} by scripts/measure_cpu_engine_profile.py --engine vllm with the project's"
+    " VllmRolloutEngine (vLLM's CPU build, its engine core in the process, sampled requests drawn by"
+    " the portable sampler) on one pinned core, one torch thread, at the profile's reference_s speed"
+    " (each point timed between two runs of the reference work): t_fix_s, c_seq_s, eta_kv and"
+    " eta_compute fitted to decode iterations at batch 1-256 after prompts of about 32 tokens, 1-128"
+    " after about 120 and at the checkpoint jobs' shapes (128 and 256 after about 24), timed once every"
+    " request decodes, the KV term at the rows' own contexts (paged: padded_kv_cache false);"
+    " prefill_fix_s, prefill_seq_s and eta_prefill to prefills of 1-256 prompts of about 8-160 tokens,"
+    " a cost per call, one per sequence (setting each request up, drawing its first token) and FLOPs at"
+    " their own lengths (vLLM cuts a large batch's prefill into several steps; all timed together);"
+    " weight_load_s one in-memory load_weights of the whole model (vLLM's reload and the reset of its"
+    " prefix cache), charged at each weight sync; rollout_threads_parallel_fraction 0 by rule: the"
+    " engines of one process (their engine cores in it) take every engine call by turns at one lock;"
+    " {fits}."
+)
+
+
+class VllmSubject:
+    """One model on a :class:`VllmRolloutEngine` of its own (a preset saved as a checkpoint, or
+    a checkpoint folder), started on the pinned core."""
+
+    def __init__(self, name: str, folder: Path, spec: ModelSpec, weights: dict[str, torch.Tensor]) -> None:
+        from jigsaw_engine.rollout.vllm_engine import VllmRolloutEngine
+
+        core = os.sched_getaffinity(0)
+        self.name, self.spec, self.weights = name, spec, weights
+        self.engine = VllmRolloutEngine(folder, max_num_seqs=256)
+        os.sched_setaffinity(0, core)  # as it was, whatever vLLM's start bound
+        torch.set_num_threads(1)
+        self.vocab = int(json.loads((folder / "config.json").read_text())["vocab_size"])
+        self.rng = random.Random(0)
+
+    def prompts(self, count: int, tokens: int) -> list[tuple[int, ...]]:
+        """``count`` random prompts spread over ``tokens`` / 2 .. 3 ``tokens`` / 2, as :class:`Subject`'s."""
+        lengths = [self.rng.randint(max(1, tokens // 2), tokens * 3 // 2) for _ in range(count)]
+        return [tuple(self.rng.randrange(3, self.vocab) for _ in range(n)) for n in lengths]
+
+
+def vllm_subjects(vocab: list[str]) -> list[VllmSubject]:
+    """Both presets, written as checkpoints, and the example checkpoint where it has been made."""
+    import tempfile
+
+    from jigsaw_engine.models.loading import load_policy, save_policy
+
+    subjects = []
+    for preset in PRESETS:
+        s = Subject(preset, vocab)
+        folder = save_policy(s.model, s.tokenizer, Path(tempfile.mkdtemp(prefix=f"{preset}-")))
+        subjects.append(VllmSubject(preset, folder, s.spec, s.model.state_dict()))
+    if (EXAMPLE_CHECKPOINT / "config.json").is_file():
+        policy = load_policy(EXAMPLE_CHECKPOINT)
+        spec = model_from_checkpoint_dir(str(EXAMPLE_CHECKPOINT))
+        subjects.append(VllmSubject(spec.name, EXAMPLE_CHECKPOINT, spec, policy.model.state_dict()))
+    else:
+        print(f"  {EXAMPLE_CHECKPOINT} not made: the presets alone (scripts/make_example_checkpoint.py)")
+    return subjects
+
+
+def measure_vllm(profile: dict[str, Any], vocab: list[str], speed: AtOneSpeed) -> tuple[dict[str, float], str]:
+    """The vLLM engine's rollout constants at the profile's recorded speed, and the line its
+    override's description gives of their fits."""
+    subjects = vllm_subjects(vocab)
+    time_decode = rollout_timing.decode_iteration_s
+    models = {s.name: s.spec for s in subjects}
+    decode: list[DecodePoint] = []
+    contexts: list[float] = []
+    prefill: list[tuple[float, int, float]] = []
+    for s in subjects:
+        rollout_timing.decode_iteration_s(
+            s.engine, s.prompts(8, 32), DECODE_TOKENS, max_model_len=s.engine.max_model_len
+        )  # warm-up
+        for b, prompt in rollout_timing.PAGED_DECODE_CASES:
+            prompts = s.prompts(b, prompt)
+
+            def once(prompts: list[tuple[int, ...]] = prompts, s: VllmSubject = s) -> tuple[float, float]:
+                runs = [
+                    time_decode(s.engine, prompts, DECODE_TOKENS, max_model_len=s.engine.max_model_len)
+                    for _ in range(3)
+                ]
+                return statistics.median(t for t, _ in runs), runs[0][1]
+
+            t, context = speed.scaled(once)
+            decode.append((s.name, b, max(map(len, prompts)), t))
+            contexts.append(context)
+            print(f"decode   {s.name:16s} batch {b:4d} after {prompt:3d} tokens: {t * 1e3:7.2f} ms/iteration")
+        for n, prompt in rollout_timing.PAGED_PREFILL_CASES:
+            prompts = s.prompts(n, prompt)
+            t = speed.timed(partial(rollout_timing.prefill_s, s.engine, prompts))
+            lengths = [len(p) for p in prompts]
+            prefill.append(
+                (forward_flops(s.spec, tokens=sum(lengths), square_tokens=sum(x * x for x in lengths)), n, t)
+            )
+            print(f"prefill  {s.name:16s} {n:4d} x {prompt:3d} tokens: {t * 1e3:7.1f} ms")
+    eta_compute, t_fix, c_seq, eta_kv, decode_err = fit_decode(
+        profile, decode, min(profile["mfu_forward"], profile["mfu_train"]), contexts=contexts, models=models
+    )
+    fitted = {"eta_compute": eta_compute, "t_fix_s": t_fix, "c_seq_s": c_seq, "eta_kv": eta_kv}
+    cost = RooflineCostModel(device_profile(profile, **fitted, padded_kv_cache=False))
+    for (m, b, _, t), context in zip(decode, contexts, strict=True):
+        predicted = cost.decode_iteration_s(models[m], batch=b, context_tokens=context)
+        print(f"decode   {m:16s} batch {b:4d} holding {context:6.0f} tokens: fitted {predicted / t - 1:+5.0%}")
+    eta_prefill, prefill_fix, prefill_seq, prefill_err = fit_prefill(prefill, profile["peak_flops_bf16"])
+    names = [s.name for s in subjects for _ in rollout_timing.PAGED_PREFILL_CASES]
+    for (flops, n, t), name in zip(prefill, names, strict=True):
+        predicted = flops / profile["peak_flops_bf16"] / eta_prefill + prefill_fix + prefill_seq * n
+        print(f"prefill  {name:16s} {n:4d} prompts: fitted {predicted / t - 1:+5.0%}")
+    loads = {s.name: speed.timed(partial(rollout_timing.weight_load_s, s.engine, s.weights)) for s in subjects}
+    for name, t in loads.items():
+        print(f"weight load {name:16s} {t * 1e3:6.1f} ms")
+    at_start = {**fitted, "prefill_fix_s": prefill_fix, "prefill_seq_s": prefill_seq, "eta_prefill": eta_prefill}
+    at_start["weight_load_s"] = statistics.median(loads.values())
+    at_reference = speed.at_reference(at_start, profile["reference_s"])
+    constants = {name: float(f"{value:.4g}") for name, value in at_reference.items()}
+    loaded = ", ".join(f"{name} {t / speed.start_s * profile['reference_s'] * 1e3:.0f} ms" for name, t in loads.items())
+    fits = (
+        f"on {', '.join(models)}; decode worst error {decode_err:.0%}, prefill {prefill_err:.0%};"
+        f" weight loads {loaded} (the median kept)"
+    )
+    print(f"  at the profile's speed (reference {profile['reference_s'] * 1e3:.1f} ms): {constants}")
+    print(f"  {fits}; the machine ran at {min(speed.ratios):.2f}-{max(speed.ratios):.2f}x the start's time")
+    return constants, fits
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help="store the constants into the CPU profile")
@@ -313,6 +453,12 @@ def main() -> None:
         action="store_true",
         help="measure only the decode iteration's constants (about 4 minutes), at the profile's recorded speed",
     )
+    parser.add_argument(
+        "--engine",
+        choices=("torch", "vllm"),
+        default="torch",
+        help="vllm: only the vLLM engine's rollout constants (about 7 minutes), as the profile's override for it",
+    )
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
     if cores:
@@ -321,9 +467,19 @@ def main() -> None:
     profile = json.loads(args.out.read_text())
     peak = profile["peak_flops_bf16"]
     vocab = [f"Compute {a}+{b}. The sum is {a + b}. #### {a + b}" for a in range(40) for b in range(40)]
-    subjects = [Subject(name, vocab) for name in PRESETS]
-
     speed = AtOneSpeed()
+    if args.engine == "vllm":
+        vllm, fits = measure_vllm(profile, vocab, speed)
+        if args.write:
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            engines = profile.setdefault(ROLLOUT_ENGINES_KEY, {})
+            engines["vllm"] = {"description": VLLM_DESCRIPTION.format(when=when, fits=fits), **vllm}
+            engines["vllm"]["padded_kv_cache"] = False
+            engines["vllm"]["rollout_threads_parallel_fraction"] = 0.0  # one lock for every engine call
+            args.out.write_text(json.dumps(profile, indent=2) + "\n")
+            print(f"wrote {args.out}")
+        return
+    subjects = [Subject(name, vocab) for name in PRESETS]
     if args.parallel_only:
         store_parallel_fractions(profile, subjects, parallel_fractions(subjects, cores, speed))
         if args.write:

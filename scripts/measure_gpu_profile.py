@@ -1323,6 +1323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # linear, rollout workers are engines of their own (vLLM), and no real run on this host is
     # forecast against a speed reference.
     profile |= {"prefill_fix_s": 0.0, "forward_elementwise_s": 0.0, "train_elementwise_s": 0.0}
+    profile |= {"prefill_seq_s": 0.0, "weight_load_s": 0.0}  # vLLM's CPU build's, per sequence and reload
     profile |= {"parallel_fraction": 1.0, "parallel_fraction_by_params": [], "rollout_threads_parallel_fraction": 1.0}
     profile["reference_s"] = None
     points = {

@@ -189,11 +189,13 @@ def run_command(args: argparse.Namespace) -> int:
             ),
             steps=args.steps,
             prefix_cache=engine == "vllm",
-            # Torch engines are threads of the pipeline's actor (or of this process), unless
-            # each rollout worker has an actor of its own; vLLM engines run in their own processes.
-            workers_share_process=engine == "torch" and args.executor != "ray-split",
+            # A job's engines are threads of the pipeline's actor (or of this process), unless
+            # each rollout worker has an actor of its own: torch engines hold the interpreter's
+            # lock by turns, vLLM's in-process engine cores one lock for every engine call.
+            workers_share_process=args.executor != "ray-split",
             progress=LiveProgress(),
             machine_speed=reference_seconds,
+            rollout_engine=engine,
         )
     except (JigsawError, RuntimeError) as exc:  # a sub-stage failed, or a pipeline did not finish
         logger.error("real run failed", exc_info=True)

@@ -93,14 +93,17 @@ class RooflineCostModel:
         # smooth max of the layer totals equals the sum of the per-op smooth maxes.
         return LINEAR_OPS_PER_LAYER * d.linear_op_overhead_s + smooth_max(weights_s, compute_s)
 
-    def prefill_s(self, model: ModelSpec, *, tokens: float, tp: int = 1, square_tokens: float = 0.0) -> float:
-        """A prefill of ``tokens`` new tokens; ``square_tokens`` is the attention's score-matrix
-        size summed over sequences (a whole prompt of P tokens: P squared; n tokens appended to
-        a cached context of c: n x (c + n)). On a short prompt attention is noise beside 2N per
-        token; on a multi-turn conversation re-prefilled whole it is not."""
+    def prefill_s(
+        self, model: ModelSpec, *, tokens: float, tp: int = 1, square_tokens: float = 0.0, sequences: int = 0
+    ) -> float:
+        """A prefill of ``tokens`` new tokens of ``sequences`` sequences; ``square_tokens`` is
+        the attention's score-matrix size summed over sequences (a whole prompt of P tokens: P
+        squared; n tokens appended to a cached context of c: n x (c + n)). On a short prompt
+        attention is noise beside 2N per token; on a multi-turn conversation re-prefilled whole
+        it is not. ``sequences`` is charged at ``prefill_seq_s`` (0 on most profiles)."""
         d = self.device
         flops = forward_flops(model, tokens=tokens, square_tokens=square_tokens)
-        return d.prefill_fix_s + flops / (tp * d.eta_prefill * d.peak_flops_bf16)
+        return d.prefill_fix_s + sequences * d.prefill_seq_s + flops / (tp * d.eta_prefill * d.peak_flops_bf16)
 
     def kv_copy_s(self, model: ModelSpec, *, tokens: float, tp: int = 1) -> float:
         """One pass over ``tokens`` of KV cache outside attention: a padded engine (see
@@ -137,8 +140,10 @@ class RooflineCostModel:
         return (gemm_s + elementwise_s) / self.parallel_devices(model, num_gpus) + adam_s
 
     def weight_sync_s(self, model: ModelSpec) -> float:
+        """The new weights into the job's rollout engine: a transfer, and the engine's reload
+        (:attr:`DeviceProfile.weight_load_s`; a real vLLM job here has one engine)."""
         d = self.device
-        return d.sync_alpha_s + model.weight_bytes_bf16 / d.sync_bytes_per_s
+        return d.sync_alpha_s + model.weight_bytes_bf16 / d.sync_bytes_per_s + d.weight_load_s
 
     def context_switch_s(self, model: ModelSpec, *, num_gpus: int, training: bool) -> float:
         """Bring a job's state back from host memory onto ``num_gpus`` devices (warm start):

@@ -60,6 +60,11 @@ class DeviceProfile:
     rejoins after a tool call on its own, so a tiny model pays this many times a step (2 ms
     for one 8-token prompt on tiny-qwen2-1m against 0.2 ms of its FLOPs). 0 charges prefills
     by FLOPs alone, as the GPU profiles do (not yet fitted there)."""
+    prefill_seq_s: float = 0.0
+    """Cost per sequence of a prefill, beside its FLOPs: an engine that sets up each request
+    and draws its first token in Python pays it (vLLM's CPU build with the portable sampler,
+    0.4 ms a sequence for a tiny model on one core, most of a large batch's prefill). 0 where
+    prefills are charged by call and FLOPs alone (the GPU profiles, the torch engine)."""
     forward_elementwise_s: float = 0.0
     """Seconds per token, per layer and per unit of hidden size of a log-prob forward's work
     outside its matrix multiplies (norms, activations, rotary embeddings, residual adds:
@@ -99,18 +104,26 @@ class DeviceProfile:
     """Wall time of a step's reward sub-stage per sequence: rule-based graders on CPU workers
     in parallel, about 2 ms a sequence beside GPU training; where grading happens inside the
     episodes, only the assembly of the training batch is left (tens of microseconds)."""
+    weight_load_s: float = 0.0
+    """Fixed cost of loading new weights into one rollout engine at a weight sync, beside the
+    bytes copied (``sync_alpha_s``, ``sync_bytes_per_s``): vLLM's in-memory reload walks its
+    model's loader and drops its prefix cache, about 15 ms for a 1M-parameter model on one
+    core, where the torch engine's copy of a state dict costs next to nothing. 0 where not
+    measured (the GPU profiles, the torch engine)."""
 
 
 TIME_FIELDS = (
     "t_fix_s",
     "c_seq_s",
     "prefill_fix_s",
+    "prefill_seq_s",
     "forward_elementwise_s",
     "train_elementwise_s",
     "linear_op_overhead_s",
     "sync_alpha_s",
     "stage_overhead_s",
     "reward_s_per_sequence",
+    "weight_load_s",
 )
 RATE_FIELDS = (
     "peak_flops_bf16",
@@ -164,8 +177,17 @@ def slowed_down(profile: DeviceProfile, factor: float) -> DeviceProfile:
     return replace(profile, **changes)  # type: ignore[arg-type]
 
 
+ROLLOUT_ENGINES_KEY = "rollout_engines"
+"""A profile file's per-rollout-engine overrides: engine name -> the constants measured on that
+engine (its own ``description`` says how and when), which replace the profile's own where a
+run's rollouts are on that engine (:func:`load_device_profile`)."""
+
+
 @cache
-def load_device_profile(name: str) -> DeviceProfile:
+def load_device_profile(name: str, rollout_engine: str | None = None) -> DeviceProfile:
+    """The profile ``name``; with ``rollout_engine``, its constants measured on that engine
+    (:data:`ROLLOUT_ENGINES_KEY`) over the rest, where the file has them (else the profile as
+    it is: the GPU profiles hold no engine of their own)."""
     path = PROFILE_DIR / f"{name}.json"
     if not path.exists():
         known = sorted(p.stem for p in PROFILE_DIR.glob("*.json"))
@@ -173,6 +195,13 @@ def load_device_profile(name: str) -> DeviceProfile:
     raw = json.loads(path.read_text())
     names = {f.name for f in fields(DeviceProfile)}
     values = {k: v for k, v in raw.items() if k in names}
+    override = raw.get(ROLLOUT_ENGINES_KEY, {}).get(rollout_engine) if rollout_engine is not None else None
+    if override:
+        unknown = sorted(set(override) - names)
+        if unknown:
+            raise KeyError(f"device profile {name!r}, rollout engine {rollout_engine!r}: unknown fields {unknown}")
+        description = f"{values['description']} Rollout engine {rollout_engine}: {override['description']}"
+        values |= {**override, "description": description}
     if "parallel_fraction_by_params" in values:  # JSON lists; the profile is hashable
         values["parallel_fraction_by_params"] = tuple(
             (float(size), float(f)) for size, f in sorted(values["parallel_fraction_by_params"])

@@ -79,8 +79,12 @@ def run_real_workload(
     prefix_cache: bool = False,
     workers_share_process: bool = False,
     machine_speed: MachineSpeed | None = None,
+    rollout_engine: str | None = None,
 ) -> dict[str, Any]:
     """Each policy's real run of ``workload`` beside the simulator's forecast of it.
+    ``rollout_engine``: the engine the rollouts run on (``torch``, ``vllm``), whose constants
+    the device profile may hold apart (:func:`load_device_profile`); its scheduler plans with
+    them too, as the forecast replays it.
     ``prefix_cache``: the rollout engine keeps conversations' KV cache across turns (vLLM; the
     torch engine prefills each turn's whole conversation), as the graphs must charge it.
     ``workers_share_process``: a job's rollout workers are threads of one process (the torch
@@ -91,7 +95,14 @@ def run_real_workload(
     without it, or for a profile with no reference, the forecast takes the profile as it is."""
     specs = check_real_workload(workload, steps=steps)
     graph = partial(real_graph, prefix_cache=prefix_cache, workers_share_process=workers_share_process)
-    run = partial(_run, make_executor=make_executor, progress=progress, graph=graph, speed=machine_speed)
+    run = partial(
+        _run,
+        make_executor=make_executor,
+        progress=progress,
+        graph=graph,
+        speed=machine_speed,
+        rollout_engine=rollout_engine,
+    )
 
     def run_one(policy: str) -> dict[str, Any]:
         if policy == "serial":
@@ -133,8 +144,9 @@ def _run(
     label: str,
     graph: Callable[[str], GraphConfig],
     speed: MachineSpeed | None,
+    rollout_engine: str | None = None,
 ) -> dict[str, Any]:
-    profile = load_device_profile(cluster.device_type)
+    profile = load_device_profile(cluster.device_type, rollout_engine)
     reference_s = profile.reference_s if speed is not None else None
     before_s = speed() if speed is not None and reference_s else 0.0
     cost = RooflineCostModel(profile)
@@ -192,12 +204,11 @@ def _run(
         }
         if steps and "rollout/policy_lag_max" in steps[0]:  # asynchronous: how stale each step's rollout was
             pipelines[pid]["policy_lag_per_step"] = [m["rollout/policy_lag_max"] for m in steps]
-    predicted = predict_with_simulator(cluster, policy, specs, plans, graph_config=graph_config, slowdown=slowdown)
-    as_profiled = (
-        predict_with_simulator(cluster, policy, specs, plans, graph_config=graph_config)
-        if slowdown != 1.0
-        else predicted
+    forecast = partial(
+        predict_with_simulator, cluster, policy, specs, plans, graph_config=graph_config, rollout_engine=rollout_engine
     )
+    predicted = forecast(slowdown=slowdown)
+    as_profiled = forecast() if slowdown != 1.0 else predicted
     real_stages = stage_seconds(controller.timeline)
     for pid, figures in pipelines.items():
         figures["predicted_step_latency_s"] = predicted["pipelines"][pid]
@@ -234,15 +245,18 @@ def predict_with_simulator(
     graph_config: GraphConfig,
     slowdown: float = 1.0,
     from_step: int = 0,
+    rollout_engine: str | None = None,
 ) -> dict[str, Any]:
     """The simulator's forecast of the run just made: same controller, scheduler and cost
-    profile, replaying the sequences the real run produced (lengths, turns, tool waits), on
-    the profile's machine ``slowdown`` times slower (:func:`slowed_down`). ``stages`` counts
-    the steps from ``from_step`` on (a run whose first step was a warm-up leaves it out).
+    profile (with its constants for ``rollout_engine``, the engine the rollouts ran on, where
+    it holds them), replaying the sequences the real run produced (lengths, turns, tool
+    waits), on the profile's machine ``slowdown`` times slower (:func:`slowed_down`).
+    ``stages`` counts the steps from ``from_step`` on (a run whose first step was a warm-up
+    leaves it out).
 
     The gap to the real run is the cost model's error for this machine and these models.
     """
-    cost = RooflineCostModel(slowed_down(load_device_profile(cluster.device_type), slowdown))
+    cost = RooflineCostModel(slowed_down(load_device_profile(cluster.device_type, rollout_engine), slowdown))
     parsed = {pid: parse_pipeline_spec(spec) for pid, spec in specs.items()}
     by_spec = {id(spec): pid for pid, spec in parsed.items()}
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.cost.device import TIME_FIELDS, DeviceProfile
+from jigsaw_engine.cost.device import ROLLOUT_ENGINES_KEY, TIME_FIELDS, DeviceProfile
 from jigsaw_engine.runtime.machine_speed import reference_seconds
-from jigsaw_engine.spec.models import MODEL_CATALOGUE
+from jigsaw_engine.spec.models import MODEL_CATALOGUE, ModelSpec
 
 PRESETS = ("tiny-qwen2-1m", "tiny-qwen2-6m")
 DECODE_CASES = (
@@ -51,6 +51,12 @@ DecodePoint = tuple[str, int, int, float]
 """(preset, batch, longest prompt's tokens, seconds per decode iteration)."""
 
 
+def device_profile(raw: Mapping[str, Any], **changes: Any) -> DeviceProfile:
+    """A profile file's constants (its per-engine overrides left out, :data:`ROLLOUT_ENGINES_KEY`)
+    with ``changes``: what a fit prices its points with."""
+    return DeviceProfile(**{**{k: v for k, v in raw.items() if k != ROLLOUT_ENGINES_KEY}, **changes})
+
+
 def decode_context(batch: int, widest: int) -> float:
     """Mean KV-cache tokens a decode point's timed iterations read: the torch engine's cache is
     ``batch`` rows as wide as the longest prompt, plus half the replies (the simulator charges
@@ -59,10 +65,17 @@ def decode_context(batch: int, widest: int) -> float:
 
 
 def fit_decode(
-    profile: dict[str, Any], points: list[DecodePoint], max_eta: float = 1.0
+    profile: dict[str, Any],
+    points: list[DecodePoint],
+    max_eta: float = 1.0,
+    *,
+    contexts: Sequence[float] | None = None,
+    models: Mapping[str, ModelSpec] = MODEL_CATALOGUE,
 ) -> tuple[float, float, float, float, float]:
     """(eta_compute, t_fix_s, c_seq_s, eta_kv, worst relative error) of the cost model's decode
-    iteration fitted to decode points.
+    iteration fitted to decode points. ``contexts``: the KV tokens each point's iterations
+    read, for a paged engine (by default a padded cache's, :func:`decode_context`); ``models``
+    names the points' models.
 
     A tiny model's decode GEMMs are far from the host's peak (one thread, 128-256 wide
     matrices), and with eta_compute left at the numpy figure its whole cost lands in c_seq,
@@ -73,16 +86,17 @@ def fit_decode(
     attention (and concatenating it) cost about 10x what a 1 GiB numpy read says per byte, so a
     multi-turn rollout's long contexts came out 1.5x too fast.
     """
+    read = list(contexts) if contexts is not None else [decode_context(b, widest) for _, b, widest, _ in points]
     kv_unit = [  # seconds of KV reads at eta_kv = 1, from the mean context of the timed iterations
-        decode_context(b, widest) * MODEL_CATALOGUE[m].kv_bytes_per_token / profile["hbm_bytes_per_s"]
-        for m, b, widest, _ in points
+        tokens * models[m].kv_bytes_per_token / profile["hbm_bytes_per_s"]
+        for (m, *_), tokens in zip(points, read, strict=True)
     ]
     best: tuple[float, float, float, float, float] | None = None
     for step in range(5, math.floor(100 * max_eta) + 1):
         eta = step / 100
-        cost = RooflineCostModel(DeviceProfile(**{**profile, "t_fix_s": 0.0, "c_seq_s": 0.0, "eta_compute": eta}))
+        cost = RooflineCostModel(device_profile(profile, t_fix_s=0.0, c_seq_s=0.0, eta_compute=eta))
         rest = [  # the weights and the GEMMs: the iteration without fixed costs and KV reads
-            cost.decode_iteration_s(MODEL_CATALOGUE[m], batch=b, context_tokens=0.0) for m, b, _, _ in points
+            cost.decode_iteration_s(models[m], batch=b, context_tokens=0.0) for m, b, _, _ in points
         ]
         matrix = torch.tensor(
             [[1.0 / t, b / t, kv / t] for (_, b, _, t), kv in zip(points, kv_unit, strict=True)], dtype=torch.float64
@@ -116,6 +130,31 @@ def fit_flops_plus_extra(points: list[tuple[float, float, float]], peak: float) 
         k, inv_eta = 0.0, fit_scale([f / peak for f, _, _ in points], [t for _, _, t in points])
     predicted = [f / peak * inv_eta + k * x for f, x, _ in points]
     return 1.0 / inv_eta, k, worst_error(predicted, [t for _, _, t in points])
+
+
+def fit_prefill(points: list[tuple[float, int, float]], peak: float) -> tuple[float, float, float, float]:
+    """(efficiency, seconds per call, seconds per sequence, worst relative error) of
+    ``FLOPs / (efficiency x peak) + per call + per sequence x sequences`` fitted in relative
+    least squares to (FLOPs, sequences, seconds) prefill points, for an engine that pays per
+    request (vLLM: setting each one up, drawing its first token); the per-call and
+    per-sequence costs >= 0 (one that comes out negative is left out and the rest refitted)."""
+    columns = {"flops": True, "call": True, "sequence": True}
+    while True:
+        rows = [
+            [v for v, on in zip((f / peak / t, 1.0 / t, n / t), columns.values(), strict=True) if on]
+            for f, n, t in points
+        ]
+        matrix = torch.tensor(rows, dtype=torch.float64)
+        solution = torch.linalg.lstsq(matrix, torch.ones(len(points), 1, dtype=torch.float64)).solution
+        values = iter(solution.squeeze(1).tolist())
+        fitted = {name: next(values) if on else 0.0 for name, on in columns.items()}
+        negative = [name for name in ("call", "sequence") if fitted[name] < 0]
+        if not negative:
+            break
+        columns[negative[0]] = False
+    inv_eta, call, per_sequence = fitted["flops"], fitted["call"], fitted["sequence"]
+    predicted = [f / peak * inv_eta + call + per_sequence * n for f, n, _ in points]
+    return 1.0 / inv_eta, call, per_sequence, worst_error(predicted, [t for *_, t in points])
 
 
 def amdahl_fraction(one: float, two: float) -> float:

@@ -268,7 +268,7 @@ def _prefill_s(
         lengths = [max(lengths)] * len(lengths)
     before = prefixes or [0] * len(lengths)
     square = sum(n * (p + n) for n, p in zip(lengths, before, strict=True))
-    return cost.prefill_s(model, tokens=sum(lengths), tp=tp, square_tokens=square)
+    return cost.prefill_s(model, tokens=sum(lengths), tp=tp, square_tokens=square, sequences=len(lengths))
 
 
 def _merge_s(

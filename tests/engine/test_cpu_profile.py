@@ -65,3 +65,20 @@ def test_cpu_cluster_runs_a_tiny_pipeline_end_to_end() -> None:
     assert statuses == ["queued", "starting", "running", "succeeded"]
     assert [e.data["step"] for e in events if e.kind is EventKind.METRICS] == [1, 2]
     assert math.isfinite(end_s) and end_s > 0
+
+
+def test_the_vllm_override_replaces_only_the_rollout_constants() -> None:
+    # Real runs whose rollouts are on vLLM are forecast with the constants measured on it
+    # (scripts/measure_cpu_engine_profile.py --engine vllm); the rest stays the profile's.
+    torch_engine, vllm = load_device_profile("cpu", "torch"), load_device_profile("cpu", "vllm")
+    assert torch_engine == load_device_profile("cpu")  # the torch engine's are the profile's own
+    assert torch_engine.padded_kv_cache and not vllm.padded_kv_cache
+    assert torch_engine.weight_load_s == 0.0 < vllm.weight_load_s < 0.2
+    assert "--engine vllm" in vllm.description and vllm.description.startswith(torch_engine.description)
+    changed = {"description", "t_fix_s", "c_seq_s", "eta_kv", "eta_compute", "prefill_fix_s", "eta_prefill"}
+    changed |= {"prefill_seq_s", "padded_kv_cache", "weight_load_s", "rollout_threads_parallel_fraction"}
+    for name in set(torch_engine.__dataclass_fields__) - changed:
+        assert getattr(vllm, name) == getattr(torch_engine, name), name
+    for name in changed - {"description", "padded_kv_cache"}:
+        assert getattr(vllm, name) != getattr(torch_engine, name), name
+    assert load_device_profile("h100", "vllm") == load_device_profile("h100")  # GPU profiles hold none

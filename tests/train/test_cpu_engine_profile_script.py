@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from jigsaw_engine.cost.cost_model import RooflineCostModel
-from jigsaw_engine.cost.device import DeviceProfile
 from jigsaw_engine.runtime import profile_fit
 from jigsaw_engine.spec import MODEL_CATALOGUE
 
@@ -21,7 +20,7 @@ CPU_PROFILE = Path(__file__).resolve().parents[2] / "jigsaw_engine" / "cost" / "
 def test_the_decode_fit_recovers_fixed_per_sequence_and_kv_costs() -> None:
     profile = json.loads(CPU_PROFILE.read_text())
     truth = {"eta_compute": 0.2, "t_fix_s": 1.5e-3, "c_seq_s": 30e-6, "eta_kv": 0.06}
-    cost = RooflineCostModel(DeviceProfile(**{**profile, **truth}))
+    cost = RooflineCostModel(profile_fit.device_profile(profile, **truth))
     points = []
     for preset in profile_fit.PRESETS:
         for batch, prompt in profile_fit.DECODE_CASES:

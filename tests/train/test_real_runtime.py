@@ -283,3 +283,31 @@ def test_the_forecast_counts_stages_from_a_step_on_leaving_a_warm_up_out():
         assert 0 < seconds < both[kind], kind
     beyond = predict_with_simulator(cluster, "dedicated", specs, plans, graph_config=graph, from_step=2)
     assert beyond["stages"] == {} and beyond["makespan_s"] == second["makespan_s"]
+
+
+def test_the_forecast_takes_the_constants_of_the_runs_rollout_engine():
+    # A run on vLLM is forecast with the profile's vLLM constants: its paged cache, its decode
+    # and prefill costs, and each weight sync's reload; a run on the torch engine with the
+    # profile's own.
+    from jigsaw_engine.real.run import predict_with_simulator
+    from jigsaw_engine.workload.lengths import sample_step
+
+    specs = {"p0-a": tiny_spec("a", steps=2)}
+    plans = {"p0-a": {k: sample_step(parse_pipeline_spec(specs["p0-a"]), k) for k in range(2)}}
+    cluster = ClusterSpec(num_nodes=1, devices_per_node=2, device_type="cpu")
+    graph = real_graph_config_for("dedicated")
+    stages = {
+        engine: predict_with_simulator(cluster, "dedicated", specs, plans, graph_config=graph, rollout_engine=engine)[
+            "stages"
+        ]["p0-a"]
+        for engine in (None, "torch", "vllm")
+    }
+    assert stages["torch"] == stages[None]
+    model = parse_pipeline_spec(specs["p0-a"]).model
+    for engine in ("torch", "vllm"):
+        sync_s = RooflineCostModel(load_device_profile("cpu", engine)).weight_sync_s(model)
+        assert stages[engine]["weight_sync"] == pytest.approx(2 * sync_s, abs=1e-4)
+    assert stages["vllm"]["weight_sync"] > stages["torch"]["weight_sync"] + 0.01  # two reloads
+    assert stages["vllm"]["rollout"] != pytest.approx(stages["torch"]["rollout"], rel=0.05)
+    for kind in ("old_logprob", "ref_logprob", "train"):
+        assert stages["vllm"][kind] == pytest.approx(stages["torch"][kind])
