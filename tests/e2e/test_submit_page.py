@@ -115,3 +115,51 @@ def test_upload_dry_run_and_submit_with_a_dataset(browser, live_server_url, engi
     assert job.spec["data"]["train_files"] == expected
     assert job.resolved_spec["data"]["train_files"] == expected
     assert real_errors(errors) == []
+
+
+def parquet(rows: list[dict[str, Any]]) -> bytes:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), sink)
+    return sink.getvalue()
+
+
+def test_a_parquet_file_in_verls_layout_uploads_from_the_form(browser, live_server_url, datasets_dir) -> None:
+    """The form sends a Parquet file as it is: a file in verl's layout is stored with its rows
+    and conversations; one without the answer column is refused naming it."""
+    make_member("alice", "acme")
+    page, errors = sign_in(browser, live_server_url, "alice")
+    page.goto(f"{live_server_url}/new")
+    page.get_by_test_id("dataset-panel").wait_for()
+    verl_rows = [
+        {
+            "data_source": "openai/gsm8k",
+            "prompt": [
+                {"role": "system", "content": "Answer with #### and the number."},
+                {"role": "user", "content": row["prompt"]},
+            ],
+            "reward_model": {"style": "rule", "ground_truth": row["answer"]},
+        }
+        for row in ROWS
+    ]
+    no_answers = [{"data_source": r["data_source"], "prompt": r["prompt"]} for r in verl_rows]
+    page.get_by_test_id("dataset-file").set_input_files(
+        files=[{"name": "no-answers.parquet", "mimeType": "application/octet-stream", "buffer": parquet(no_answers)}]
+    )
+    error = page.get_by_test_id("dataset-upload-error")
+    error.wait_for()
+    assert "no-answers.parquet was not stored" in error.inner_text() and "reward_model" in error.inner_text()
+
+    page.get_by_test_id("dataset-file").set_input_files(
+        files=[{"name": "gsm8k train.parquet", "mimeType": "application/octet-stream", "buffer": parquet(verl_rows)}]
+    )
+    result = page.get_by_test_id("dataset-upload-result")
+    result.wait_for()
+    assert "gsm8k-train" in result.inner_text() and "3 rows" in result.inner_text()
+    stored = Dataset.objects.get(name="gsm8k-train")
+    assert dataset_path(stored).suffix == ".parquet"
+    assert real_errors(errors) == []

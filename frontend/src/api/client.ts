@@ -98,8 +98,10 @@ export class ApiClient {
     const headers: Record<string, string> = { Accept: 'application/json', ...opts.headers };
     if (this.tenant) headers['X-Tenant'] = this.tenant;
     if (method !== 'GET') headers['X-CSRFToken'] = csrfToken();
-    let body: string | undefined;
-    if (opts.body !== undefined) {
+    let body: string | FormData | undefined;
+    if (opts.body instanceof FormData) {
+      body = opts.body; // multipart: the browser writes the Content-Type with its boundary
+    } else if (opts.body !== undefined) {
       headers['Content-Type'] = 'application/json';
       body = JSON.stringify(opts.body);
     }
@@ -241,6 +243,14 @@ export class ApiClient {
   /** Upload a JSONL file's text; a 400 lists bad rows as `rows[<line>]` details. */
   uploadDataset(name: string, content: string): Promise<Dataset> {
     return this.request<Dataset>(`${API}/datasets`, { method: 'POST', body: { name, content } });
+  }
+
+  /** Upload a file as it is (multipart): a Parquet file in verl's layout, or JSONL. */
+  uploadDatasetFile(name: string, file: Blob, fileName: string): Promise<Dataset> {
+    const form = new FormData();
+    form.append('name', name);
+    form.append('file', file, fileName);
+    return this.request<Dataset>(`${API}/datasets`, { method: 'POST', body: form });
   }
 
   getDataset(name: string, signal?: AbortSignal): Promise<DatasetDetail> {

@@ -7,6 +7,7 @@ import {
   GRADERS,
   datasetInSpec,
   datasetNameFromFile,
+  isParquet,
   formatBytes,
   rowProblems,
   selectionAfterDelete,
@@ -29,7 +30,7 @@ function asApiError(e: unknown): ApiError {
 }
 
 /**
- * The submit page's dataset section: upload a JSONL file of `{"prompt", "answer"}` rows
+ * The submit page's dataset section: upload a JSONL file of `{"prompt", "answer"}` rows (or Parquet)
  * (bad rows are listed at their lines), pick one for `data.train_files`, choose the grader,
  * and dry-run it: the first rows graded as training would, a perfect reply each.
  */
@@ -110,7 +111,10 @@ export function DatasetPanel({
     }
     setUpload({ kind: 'uploading', file: file.name });
     try {
-      const dataset = await api.uploadDataset(datasetName, await file.text());
+      // Parquet is binary: sent as the file itself; JSONL as its text, as before.
+      const dataset = isParquet(file.name)
+        ? await api.uploadDatasetFile(datasetName, file, file.name)
+        : await api.uploadDataset(datasetName, await file.text());
       setUpload({ kind: 'done', dataset });
       pick(dataset.name);
       setDeleted('');
@@ -203,8 +207,9 @@ export function DatasetPanel({
         </span>
       </div>
       <p className="muted">
-        A <code>.jsonl</code> file, one <code>{'{"prompt": "...", "answer": "..."}'}</code> per line (at most 10 MiB
-        and 100,000 rows). Every row is checked on upload.
+        A <code>.jsonl</code> file, one <code>{'{"prompt": "...", "answer": "..."}'}</code> per line (or chat{' '}
+        <code>messages</code> in place of <code>prompt</code>), or a <code>.parquet</code> file in verl&apos;s layout
+        (at most 10 MiB and 100,000 rows). Every row is checked on upload.
       </p>
 
       <div className="dataset-upload">
@@ -226,7 +231,7 @@ export function DatasetPanel({
             id={`${ids}-file`}
             data-testid="dataset-file"
             type="file"
-            accept=".jsonl,.json,.txt,application/jsonl,application/x-ndjson,text/plain"
+            accept=".jsonl,.json,.txt,.parquet,application/jsonl,application/x-ndjson,text/plain,application/vnd.apache.parquet"
             onChange={(e) => void onFile(e)}
             disabled={upload.kind === 'uploading'}
           />

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   datasetInSpec,
   datasetNameFromFile,
+  isParquet,
   formatBytes,
   rowProblems,
   selectionAfterDelete,
@@ -16,6 +17,7 @@ describe('datasetNameFromFile', () => {
     expect(datasetNameFromFile('../../etc/passwd')).toBe('passwd');
     expect(datasetNameFromFile('..a..b.jsonl')).toBe('a.b');
     expect(datasetNameFromFile('...')).toBe('dataset');
+    expect(datasetNameFromFile('gsm8k train.parquet')).toBe('gsm8k-train');
   });
 });
 
@@ -84,5 +86,14 @@ describe('selectionAfterDelete', () => {
   it('shortens a checksum', () => {
     expect(shortSha('0123456789abcdef0123')).toBe('0123456789ab…');
     expect(shortSha('abc')).toBe('abc');
+  });
+});
+
+describe('isParquet', () => {
+  it('sends Parquet files as they are and everything else as text', () => {
+    expect(isParquet('train.parquet')).toBe(true);
+    expect(isParquet('TRAIN.PARQUET')).toBe(true);
+    expect(isParquet('train.jsonl')).toBe(false);
+    expect(isParquet('parquet.jsonl')).toBe(false);
   });
 });

@@ -10,13 +10,18 @@ export const DATASET_REF_PREFIX = 'dataset:';
 
 const NAME_OK = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
+/** A file to upload as it is (Parquet is binary), rather than as text. */
+export function isParquet(fileName: string): boolean {
+  return /\.parquet$/i.test(fileName);
+}
+
 /**
  * A dataset name from an uploaded file's name: `gsm8k small.jsonl` -> `gsm8k-small`.
  * The server checks the result again (1-100 of `[A-Za-z0-9._-]`, no `..`).
  */
 export function datasetNameFromFile(fileName: string): string {
   const base = fileName.split(/[\\/]/).pop() ?? '';
-  const stem = base.replace(/\.jsonl$/i, '');
+  const stem = base.replace(/\.(jsonl|parquet)$/i, '');
   const cleaned = stem
     .replace(/[^A-Za-z0-9._-]+/g, '-')
     .replace(/\.{2,}/g, '.')
