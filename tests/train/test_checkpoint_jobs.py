@@ -102,3 +102,15 @@ def test_a_llama_checkpoint_trains_on_vllm_too(tmp_path):
     pipeline = build_real_pipeline(spec, train_parts=1)
     assert type(pipeline.job.engines[0]).__name__ == "VllmRolloutEngine"
     assert pipeline.run_step()[names.RESPONSE_LENGTH_MEAN] > 0
+
+
+def test_the_checkpoint_example_validates_once_the_script_has_made_its_checkpoint(capsys):
+    """What a fresh clone does: `scripts/make_example_checkpoint.py`, then the example workload
+    names that checkpoint by a path relative to itself."""
+    from jigsaw_engine.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    example = root / "examples" / "real-checkpoint.yaml"
+    build_example_checkpoint(root / "var" / "models" / "tiny-qwen3-arith")  # the script's default
+    assert main(["validate", str(example)]) == 0
+    assert capsys.readouterr().out.startswith(f"{example}: ok (a workload of 3 pipelines on 2 x cpu)")
