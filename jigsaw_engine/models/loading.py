@@ -7,6 +7,8 @@ can serve either from the same path.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from transformers import (
 )
 
 from jigsaw_engine.errors import JigsawError
+from jigsaw_engine.models.compute import resolve_compute_device
 from jigsaw_engine.models.presets import TinyPreset
 
 
@@ -90,6 +93,15 @@ def load_policy(path: Path) -> Policy:
 def training_dtype() -> torch.dtype:
     """bf16 where the device computes in it (a GPU that supports it), else float32: CPU
     kernels for bf16 matmuls are slower than float32 ones on most cores."""
-    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return torch.float32
+    return resolve_compute_device().autocast_dtype or torch.float32
+
+
+def weights_digest(weights: Mapping[str, torch.Tensor]) -> str:
+    """A SHA-256 of named weights (names, dtypes and bytes, in name order): equal digests, equal
+    weights, in whichever process each side holds them."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(weights.items()):
+        flat = tensor.detach().cpu().contiguous().reshape(-1)
+        digest.update(f"{name}:{flat.dtype}:".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()

@@ -43,6 +43,7 @@ from typing import Any, ParamSpec, TypeVar
 import torch
 
 from jigsaw_engine.errors import JigsawError
+from jigsaw_engine.models.compute import resolve_compute_device
 from jigsaw_engine.rollout.protocol import (
     MEMORY_RELEASED,
     ExportedRequest,
@@ -210,8 +211,10 @@ class VllmRolloutEngine:
 
     ``model_path`` is a ``save_pretrained`` directory (see ``jigsaw_engine.models.loading``).
     ``max_model_len`` defaults to the model's ``max_position_embeddings``, as in the torch
-    engine; ``kv_cache_bytes`` is the KV cache's size (small by default: tiny models, shared
-    machines).
+    engine. Its dtype and memory budget are the process's compute device's
+    (:meth:`~jigsaw_engine.models.compute.ComputeDevice.vllm_args`): on a GPU, bf16 and
+    ``memory_share`` of the GPU's memory (the share the scheduler planned for the worker); on
+    the CPU, float32 and a small KV cache (tiny models, shared machines).
     """
 
     @_serialized
@@ -221,8 +224,7 @@ class VllmRolloutEngine:
         *,
         max_num_seqs: int = 256,
         max_model_len: int | None = None,
-        kv_cache_bytes: int = 64 << 20,
-        dtype: str = "float32",
+        memory_share: float | None = None,
     ) -> None:
         if max_num_seqs < 1:
             raise ValueError(f"max_num_seqs: must be >= 1, got {max_num_seqs}")
@@ -248,10 +250,9 @@ class VllmRolloutEngine:
         self._delta = RequestOutputKind.DELTA
         args = EngineArgs(
             model=str(model_path),
-            dtype=dtype,
+            **resolve_compute_device().vllm_args(memory_share),
             max_model_len=max_model_len,
             max_num_seqs=max_num_seqs,
-            kv_cache_memory_bytes=kv_cache_bytes,
             enforce_eager=True,  # no compile or graph capture: start-up in seconds
             skip_tokenizer_init=True,  # token ids in, token ids out
             generation_config="vllm",  # ignore generation_config.json's defaults and extra EOS ids

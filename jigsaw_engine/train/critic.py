@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from transformers import PreTrainedModel
 
+from jigsaw_engine.models.compute import CPU, ComputeDevice
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.policy_loss import value_loss
 from jigsaw_engine.train.token_batch import TokenBatch, micro_batches, pad_columns, rank_share
@@ -84,12 +85,21 @@ class ValueTrainer(Protocol):
 
 
 class CriticTrainer:
-    def __init__(self, policy: PreTrainedModel, config: CriticConfig, *, mesh: DeviceMesh | None = None) -> None:
+    def __init__(
+        self,
+        policy: PreTrainedModel,
+        config: CriticConfig,
+        *,
+        mesh: DeviceMesh | None = None,
+        compute: ComputeDevice = CPU,
+    ) -> None:
         """``mesh``: train across a worker group with FSDP2; every rank builds the critic from
-        the same policy and calls the same methods with the same batch."""
+        the same policy and calls the same methods with the same batch. ``compute`` as the
+        policy trainer's: where the critic computes; what it returns is in host memory."""
         self.config = config
         self.mesh = mesh
-        self.critic = Critic(policy)
+        self.compute = compute
+        self.critic = compute.to_device(Critic(policy))
         if mesh is not None:
             from torch.distributed.fsdp import fully_shard
 
@@ -121,19 +131,23 @@ class CriticTrainer:
         """Across a worker group each rank computes its share of the micro-batches and the rows
         are summed over ranks (each row is computed by exactly one, zeros elsewhere)."""
         self.critic.eval()
-        out = torch.zeros(batch.response_mask.shape, dtype=torch.float32)
+        batch = self.compute.to_device(batch)
+        out = torch.zeros(batch.response_mask.shape, dtype=torch.float32, device=batch.response_mask.device)
         parts = self._micro_batches(batch)
         for index in rank_share(parts, self._share()):
-            values = self.critic(batch.rows(parts[0] if index is None else index).trimmed())
+            with self.compute.autocast():
+                values = self.critic(batch.rows(parts[0] if index is None else index).trimmed())
             if index is not None:
                 out[index, : values.shape[1]] = values
         if self.mesh is not None:
             torch.distributed.all_reduce(out, group=self.mesh.get_group())
-        return out * batch.response_mask
+        result: torch.Tensor = self.compute.to_host(out * batch.response_mask)
+        return result
 
     def update(self, batch: TokenBatch, returns: torch.Tensor, old_values: torch.Tensor) -> dict[str, float]:
         """One optimizer step on the whole batch (micro-batched); the critic's metrics."""
         cfg = self.config
+        batch, returns, old_values = (self.compute.to_device(t) for t in (batch, returns, old_values))
         self.critic.train()
         self.optimizer.zero_grad(set_to_none=True)
         total = float(batch.response_mask.sum().clamp(min=1.0))
@@ -147,7 +161,8 @@ class CriticTrainer:
             part = parts[0] if index is None else index
             micro = batch.rows(part)
             weight = 0.0 if index is None else float(micro.response_mask.sum()) / total
-            values = pad_columns(self.critic(micro.trimmed()), width)
+            with self.compute.autocast():
+                values = pad_columns(self.critic(micro.trimmed()), width)
             out = value_loss(values, old_values[part], returns[part], micro.response_mask, clip_range=cfg.value_clip)
             (out.vf_loss * weight * ranks).backward()
             metrics[names.VF_LOSS] += float(out.vf_loss.detach()) * weight
@@ -167,8 +182,11 @@ class CriticTrainer:
         if self.mesh is not None:
             from jigsaw_engine.train.fsdp import full_state_dict
 
-            return full_state_dict(self.critic, self.optimizer)
-        return {"critic": self.critic.state_dict(), "optimizer": self.optimizer.state_dict()}
+            state = full_state_dict(self.critic, self.optimizer)
+        else:
+            state = {"critic": self.critic.state_dict(), "optimizer": self.optimizer.state_dict()}
+        host: dict[str, Any] = self.compute.to_host(state)
+        return host
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if self.mesh is not None:

@@ -50,7 +50,7 @@ def full(tensor: Any) -> Any:
 
 def sum_over_ranks(values: dict[str, float], mesh: DeviceMesh) -> dict[str, float]:
     keys = sorted(values)
-    summed = torch.tensor([values[k] for k in keys], dtype=torch.float64)
+    summed = torch.tensor([values[k] for k in keys], dtype=torch.float64, device=mesh.device_type)
     torch.distributed.all_reduce(summed, group=mesh.get_group())
     return dict(zip(keys, summed.tolist(), strict=True))
 

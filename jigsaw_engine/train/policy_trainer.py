@@ -21,6 +21,7 @@ from transformers import PreTrainedModel
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
 
+from jigsaw_engine.models.compute import CPU, ComputeDevice
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.kl import KLEstimator, kl_loss
 from jigsaw_engine.rl.policy_loss import (
@@ -156,10 +157,14 @@ class PolicyTrainer:
         *,
         keep_reference: bool = False,
         mesh: DeviceMesh | None = None,
+        compute: ComputeDevice = CPU,
     ) -> None:
         """``mesh``: train across a worker group with FSDP2 (:mod:`jigsaw_engine.train.fsdp`);
-        every rank builds the same model and calls the same methods with the same batch."""
-        self.model = model
+        every rank builds the same model and calls the same methods with the same batch.
+        ``compute``: where the model and its batches live (:mod:`jigsaw_engine.models.compute`);
+        what the methods return is in host memory either way."""
+        self.compute = compute
+        self.model = compute.to_device(model)
         self.config = config
         self.mesh = mesh
         self.reference: PreTrainedModel | None = None
@@ -188,17 +193,19 @@ class PolicyTrainer:
         """Across a worker group each rank computes its share of the micro-batches and the rows
         are summed over ranks (each row is computed by exactly one, zeros elsewhere)."""
         share = (self.mesh.get_local_rank(), self.mesh.size()) if self.mesh is not None else None
-        out = batch_log_probs(
-            model,
-            batch,
-            micro_batch_size=self.config.micro_batch_size,
-            micro_batch_tokens=self.config.micro_batch_tokens,
-            micro_batch_overhead_tokens=self.config.micro_batch_overhead_tokens,
-            share=share,
-        )
+        with self.compute.autocast():
+            out = batch_log_probs(
+                model,
+                self.compute.to_device(batch),
+                micro_batch_size=self.config.micro_batch_size,
+                micro_batch_tokens=self.config.micro_batch_tokens,
+                micro_batch_overhead_tokens=self.config.micro_batch_overhead_tokens,
+                share=share,
+            )
         if self.mesh is not None:
             torch.distributed.all_reduce(out, group=self.mesh.get_group())
-        return out
+        result: torch.Tensor = self.compute.to_host(out)
+        return result
 
     # -- the update ----------------------------------------------------------------------------
     def update(
@@ -232,6 +239,9 @@ class PolicyTrainer:
         """One optimizer step on ``rows`` of the batch; its actor metrics. ``all_behav_logp``:
         the log-probs each token was sampled with, when an older policy than the old
         (proximal) one generated the batch: the loss is then the decoupled one."""
+        device = self.compute.to_device
+        full_batch, all_advantages, all_old_logp = device(full_batch), device(all_advantages), device(all_old_logp)
+        ref_logp, all_behav_logp = device(ref_logp), device(all_behav_logp)
         batch, advantages, old_logp = full_batch.rows(rows), all_advantages[rows], all_old_logp[rows]
         behav_logp = all_behav_logp[rows] if all_behav_logp is not None else None
         self.model.train()
@@ -250,7 +260,8 @@ class PolicyTrainer:
                 continue
             # The forward runs on the trimmed rows (the costly part); the losses see them padded
             # back to the mini-batch's width, so every aggregation mode means what it did.
-            logp, entropy = forward_log_probs(self.model, micro.trimmed(), with_entropy=True)
+            with self.compute.autocast():
+                logp, entropy = forward_log_probs(self.model, micro.trimmed(), with_entropy=True)
             assert entropy is not None
             logp, entropy = pad_columns(logp, width), pad_columns(entropy, width)
             out = self._policy_loss(
@@ -329,8 +340,11 @@ class PolicyTrainer:
         if self.mesh is not None:
             from jigsaw_engine.train.fsdp import full
 
-            return {name: full(tensor).detach() for name, tensor in self.model.state_dict().items()}
-        return {name: tensor.detach() for name, tensor in self.model.state_dict().items()}
+            whole = {name: full(tensor).detach() for name, tensor in self.model.state_dict().items()}
+        else:
+            whole = {name: tensor.detach() for name, tensor in self.model.state_dict().items()}
+        weights: dict[str, torch.Tensor] = self.compute.to_host(whole)
+        return weights
 
     def state_dict(self) -> dict[str, Any]:
         """Across a worker group: whole tensors on every rank (a collective), the optimizer's
@@ -338,8 +352,11 @@ class PolicyTrainer:
         if self.mesh is not None:
             from jigsaw_engine.train.fsdp import full_state_dict
 
-            return full_state_dict(self.model, self.optimizer)
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+            state = full_state_dict(self.model, self.optimizer)
+        else:
+            state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        host: dict[str, Any] = self.compute.to_host(state)
+        return host
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """A worker group loads what a worker group of any size saved (each rank keeps its slices)."""

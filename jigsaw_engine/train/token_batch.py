@@ -46,6 +46,9 @@ class TokenBatch:
     def rows(self, index: torch.Tensor | slice) -> TokenBatch:
         return TokenBatch(self.input_ids[index], self.attention_mask[index], self.response_mask[index])
 
+    def to(self, device: torch.device) -> TokenBatch:
+        return TokenBatch(self.input_ids.to(device), self.attention_mask.to(device), self.response_mask.to(device))
+
     def trimmed(self) -> TokenBatch:
         """The same rows without the padding columns all of them share (right padding)."""
         width = max(2, int(self.attention_mask.sum(dim=1).max()))
@@ -184,7 +187,7 @@ def batch_log_probs(
     model runs as many forwards as the others."""
     was_training = model.training
     model.eval()
-    out = torch.zeros(batch.response_mask.shape, dtype=torch.float32)
+    out = torch.zeros(batch.response_mask.shape, dtype=torch.float32, device=batch.response_mask.device)
     parts = micro_batches(
         batch, max_rows=micro_batch_size, max_tokens=micro_batch_tokens, overhead_tokens=micro_batch_overhead_tokens
     )
