@@ -7,6 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+DECLARED_GPUS = 4
+"""GPUs the session's Ray cluster declares on a machine that need not have any."""
+
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[None]:
@@ -15,6 +18,9 @@ def ray_cluster() -> Iterator[None]:
 
     ray.init(
         num_cpus=2,
+        # Declared, not present: a GPU cluster's code runs on them (tests/ray/test_declared_gpus.py)
+        # with its tiny models computing on the CPU. Nothing else books a GPU.
+        num_gpus=DECLARED_GPUS,
         object_store_memory=256 * 2**20,  # the default takes 30% of RAM in /dev/shm
         include_dashboard=False,
         namespace="jigsaw",

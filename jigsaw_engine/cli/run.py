@@ -25,6 +25,7 @@ from jigsaw_engine.cli.args import (
     spec_error_text,
 )
 from jigsaw_engine.errors import JigsawError, SpecError
+from jigsaw_engine.models.compute import resolve_compute_device
 from jigsaw_engine.real.jobs import RealJobOptions, RolloutEngineName, rollout_engine_for
 from jigsaw_engine.real.real_runtime import NodeExecutor, ThreadExecutor
 from jigsaw_engine.real.run import (
@@ -150,8 +151,11 @@ def _print_summary(result: dict[str, Any]) -> None:
 
 def _default_rollout_engine(workload: WorkloadFile) -> RolloutEngineName:
     """One engine for the whole run (the forecast models one): vLLM when any pipeline trains a
-    real checkpoint, as a job alone would get (:func:`~jigsaw_engine.real.jobs.rollout_engine_for`)."""
-    engines = {rollout_engine_for(parse_pipeline_spec(raw), RealJobOptions()) for raw in workload.pipelines}
+    real checkpoint, as a job alone would get (:func:`~jigsaw_engine.real.jobs.rollout_engine_for`),
+    and on a GPU cluster where this host has CUDA."""
+    on_gpus = workload.cluster.device_type != "cpu"
+    options = RealJobOptions(on_gpus=on_gpus, compute=resolve_compute_device().kind if on_gpus else "cpu")
+    engines = {rollout_engine_for(parse_pipeline_spec(raw), options) for raw in workload.pipelines}
     return "vllm" if "vllm" in engines else "torch"
 
 
@@ -162,12 +166,12 @@ def run_command(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output_path("--json", args.json)
     workload = load_workload_arg(args.workload)
+    use_ray = args.executor.startswith("ray")
     try:
-        check_real_workload(workload, steps=args.steps)
+        check_real_workload(workload, steps=args.steps, on_ray=use_ray)
     except SpecError as exc:
         raise UsageError(spec_error_text(f"--workload {args.workload}", exc)) from None
     engine = args.rollout_engine or _default_rollout_engine(workload)
-    use_ray = args.executor.startswith("ray")
     if use_ray:
         _start_ray()
     try:

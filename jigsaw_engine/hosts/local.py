@@ -22,8 +22,9 @@ class EngineConfig:
     speed: float = 1.0
     """Simulated seconds per wall second for simulated pipelines (``inf``: no pacing)."""
     mode: EngineMode = "simulated"
-    """``simulated``: pipelines run on the cost model's clock. ``real``: tiny models are trained
-    for real on this machine (device_type ``cpu``; a device is a core), on the wall clock."""
+    """``simulated``: pipelines run on the cost model's clock. ``real``: models are trained for
+    real, on the wall clock: on this machine's cores (device_type ``cpu``; a device is a core),
+    or on GPUs reserved from Ray (a device is a GPU; the engine must then run on Ray)."""
     real_cache_dir: str | None = None
     """Real mode: where warmed-up tiny start policies are kept between jobs."""
     real_checkpoint_dir: str | None = None
@@ -42,10 +43,6 @@ class EngineConfig:
         if mode not in ("simulated", "real"):
             raise SpecError([FieldError("mode", f"must be simulated or real, got {mode!r}")])
         parsed = parse_cluster_spec(cluster)
-        if mode == "real" and parsed.device_type != "cpu":
-            raise SpecError(
-                [FieldError("device_type", f"real mode runs on this machine's cores: cpu, got {parsed.device_type!r}")]
-            )
         return cls(
             cluster=parsed,
             speed=1.0 if mode == "real" else speed,
@@ -59,6 +56,17 @@ def start_local_engine(config: EngineConfig, *, pipeline_actors: bool = False) -
     """The engine in this process. ``pipeline_actors`` (the engine's own Ray actor sets it):
     real jobs each run in an actor process of their own instead of on this process's threads."""
     if config.mode == "real":
+        if config.cluster.device_type != "cpu" and not pipeline_actors:
+            raise SpecError(
+                [
+                    FieldError(
+                        "device_type",
+                        f"real mode on {config.cluster.device_type} GPUs runs each job's work in processes "
+                        "holding its GPUs, reserved from Ray: run the engine on Ray (ENGINE_BACKEND=ray), "
+                        "or use device_type cpu to train on this process's cores",
+                    )
+                ]
+            )
         return LocalEngine(config.cluster, real=_real_backend(config, pipeline_actors=pipeline_actors))
     return LocalEngine(config.cluster, speed=config.speed)
 

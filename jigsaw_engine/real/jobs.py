@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
@@ -24,6 +24,7 @@ from jigsaw_engine.envs.protocol import Environment
 from jigsaw_engine.errors import SpecError
 from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.models.checkpoints import checkpoint_directory
+from jigsaw_engine.models.compute import ComputeKind
 from jigsaw_engine.models.loading import load_policy, save_policy
 from jigsaw_engine.real.checks import REAL_WORKLOADS, check_real_spec
 from jigsaw_engine.real.pipeline import RealPipeline
@@ -123,6 +124,16 @@ class RealJobOptions:
     torch threads in its own process. Needs Ray started. The Ray executors turn it on for GPU
     clusters; on a CPU's cores a tiny model trains faster on threads (measured: six 2-core
     arithmetic steps 10.1 s across two processes against 5.5 s on two threads)."""
+    on_gpus: bool = False
+    """The engine's devices are GPUs reserved in ``placement``: every sub-stage's device work
+    runs in processes holding exactly the GPUs it was placed on. Each rollout worker's engine
+    is a process that follows the worker's placement (``PlacedRolloutEngine``), the update runs
+    in a trainer group that follows the training nodes' devices (one rank for a one-device
+    job), and the job's own process and its environment hold no GPU. Needs Ray."""
+    compute: ComputeKind = "cpu"
+    """What a GPU cluster's device processes compute on, resolved by the executor where it runs
+    (:func:`~jigsaw_engine.models.compute.resolve_compute_device`; a job's own process sees no
+    GPU to ask). On CUDA rollouts default to vLLM; declared GPUs without CUDA compute on the CPU."""
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:
@@ -222,11 +233,16 @@ def build_real_pipeline(
     engine_name = rollout_engine_for(spec, options)
     workers = max(spec.resources.dp, options.rollout_workers) if engine_name == "torch" else spec.resources.dp
     engines = _rollout_engines(model, tokenizer, workers, replace(options, rollout_engine=engine_name), checkpoint)
-    if options.worker_actors:
+    if options.worker_actors or options.on_gpus:
         from jigsaw_engine.runtime.ray.env_actor import RemoteEnvironment
+        from jigsaw_engine.runtime.ray.placement import placed_on_host
 
+        # Tools and graders are host work: on a GPU cluster the environment holds no GPU.
+        env_options = placed_on_host(options.placement, options.home_device) if options.on_gpus else None
         env = RemoteEnvironment.start(
-            env, partial(make_environment, spec, options), actor_options=_placed(options, options.home_device)
+            env,
+            partial(make_environment, spec, options),
+            actor_options=env_options or _placed(options, options.home_device),
         )
     group = _trainer_group(spec, config, model, options)
     job = RLJob(
@@ -248,7 +264,7 @@ def rollout_engine_for(spec: PipelineSpec, options: RealJobOptions) -> RolloutEn
     checkpoint falls back to the torch loop, and the log says so."""
     if options.rollout_engine is not None:
         return options.rollout_engine
-    if not spec.model.is_checkpoint:
+    if not spec.model.is_checkpoint and options.compute != "cuda":
         return "torch"
     if importlib.util.find_spec("vllm") is None:
         logger.warning("%s: vLLM is not installed here; its rollouts run on the torch loop", spec.name)
@@ -265,6 +281,7 @@ def _rollout_engines(
 ) -> list[RolloutEngine]:
     """One engine per data-parallel worker, each with its own copy of the start policy."""
     factory: Callable[[], RolloutEngine]
+    folder: Path | None = None
     if options.rollout_engine == "torch":
         factory = partial(TorchRolloutEngine, model, pad_token_id=int(tokenizer.pad_token_id))
     else:
@@ -277,6 +294,19 @@ def _rollout_engines(
             folder = Path(tempfile.mkdtemp(prefix="jigsaw-policy-"))
             save_policy(model, tokenizer, folder)
         factory = partial(VllmRolloutEngine, folder)
+    if options.on_gpus:
+        from jigsaw_engine.runtime.ray.placement import placed
+        from jigsaw_engine.runtime.ray.rollout_actor import PlacedRolloutEngine
+
+        # Each worker starts where the scheduler first places its rollout (its home device
+        # until then), with the memory share planned there; the model travels pickled.
+        on_device = partial(_engine_on_device, options.rollout_engine, model, int(tokenizer.pad_token_id), folder)
+        return [
+            PlacedRolloutEngine(
+                on_device, name=f"{w}", placement=partial(placed, options.placement), device=options.home_device + w
+            )
+            for w in range(count)
+        ]
     if options.worker_actors:
         from jigsaw_engine.runtime.ray.rollout_actor import RemoteRolloutEngine
 
@@ -296,18 +326,42 @@ def _trainer_group(
     """A worker group for a job asking several devices when ``options.train_across_devices``
     (the policy, and PPO's critic, sharded across it); None: the job trains in its own process."""
     world = spec.resources.num_gpus
-    if not options.train_across_devices or world < 2:
+    if not options.on_gpus and (not options.train_across_devices or world < 2):
         return None
     from jigsaw_engine.runtime.ray.trainer_group import TrainerGroup
 
+    home = options.home_device
+    placing: dict[str, Any] = {"actor_options": [_placed(options, home + r) for r in range(world)]}
+    if options.on_gpus:
+        from jigsaw_engine.runtime.ray.placement import placed
+
+        # On GPUs even a one-device job trains in a rank of its own, on the GPUs the scheduler
+        # places its training on (the job's own process holds none), formed there when first placed.
+        placing = {"placement": partial(placed, options.placement), "devices": range(home, home + world)}
     return TrainerGroup(
         model,
         config.actor,
         world=world,
         keep_reference=config.kl_in_reward_coef > 0,
         critic_config=config.critic,
-        actor_options=[_placed(options, options.home_device + r) for r in range(world)],
+        **placing,
     )
+
+
+def _engine_on_device(
+    kind: RolloutEngineName | None,
+    model: PreTrainedModel,
+    pad_token_id: int,
+    folder: Path | None,
+    memory_share: float | None,
+) -> RolloutEngine:
+    """A rollout engine built in its own process on a GPU cluster: the torch loop (computing on
+    the CPU) or vLLM, given the share of its GPU's memory the scheduler planned."""
+    if kind == "torch" or folder is None:
+        return TorchRolloutEngine(model, pad_token_id=pad_token_id)
+    from jigsaw_engine.rollout.vllm_engine import VllmRolloutEngine
+
+    return VllmRolloutEngine(folder, memory_share=memory_share)
 
 
 def _placed(options: RealJobOptions, device: int) -> dict[str, object]:

@@ -7,6 +7,12 @@ them. On a CPU cluster a device is a core: a rollout worker's thread runs on its
 one torch thread, and a pipeline-wide forward or update uses as many torch threads as it was
 given cores (the scheduler charges a two-core update half the time of a one-core one; one
 thread on two cores trained at 1.0x, two at 1.7x, on tiny-qwen2-1m).
+
+On a GPU cluster a device is a GPU, and the pipeline's actor does no device work: it holds no
+GPU, its threads are not pinned (device ids are GPUs, not cores), and each node's work runs in
+the processes that hold the node's GPUs: the rollout worker's engine for a rollout node, the
+trainer group's ranks for a forward or an update, both moved to the node's devices first where
+the scheduler placed it elsewhere (:class:`~jigsaw_engine.real.jobs.RealJobOptions` ``on_gpus``).
 """
 
 from __future__ import annotations
@@ -20,11 +26,19 @@ from typing import Any
 
 import ray
 
+from jigsaw_engine.cost.device import load_device_profile
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
+from jigsaw_engine.models.compute import resolve_compute_device
+from jigsaw_engine.models.loading import weights_digest
 from jigsaw_engine.real.jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.real.pipeline import NodeReport, RealPipeline
 from jigsaw_engine.runtime.host_allocator import ONE_ARENA_ENV, keep_freed_memory
-from jigsaw_engine.runtime.ray.placement import DevicePlacement, placed, trains_across_devices
+from jigsaw_engine.runtime.ray.placement import (
+    DevicePlacement,
+    devices_seen,
+    placed_on_host,
+    trains_across_devices,
+)
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.workload.plans import SequencePlan
@@ -34,6 +48,11 @@ MULTI_THREADED_KINDS = frozenset({SubStageKind.OLD_LOGPROB, SubStageKind.REF_LOG
 count is the calling thread's own (once the thread has run torch: a thread's first parallel
 call takes the count last set anywhere), and every node sets its lane's before it runs, so an
 asynchronous pipeline's next rollout, on a worker's lane meanwhile, keeps its one thread."""
+
+ROLLOUT_KINDS = frozenset({SubStageKind.PREFILL, SubStageKind.DECODE})
+"""Nodes that run in a rollout worker's engine."""
+TRAINER_KINDS = MULTI_THREADED_KINDS | {SubStageKind.WEIGHT_SYNC, SubStageKind.LOAD}
+"""Nodes that run in (or, for ``load``, start) the trainer: on GPUs, in its ranks."""
 
 
 @ray.remote(max_concurrency=8)  # type: ignore[call-overload]
@@ -62,6 +81,12 @@ class PipelineActor:
         self._built: RealPipeline | None = None
         self._lanes: dict[int | None, ThreadPoolExecutor] = {}
         self._lanes_lock = threading.Lock()
+        self._ran_on: list[dict[str, Any]] = []
+        """On a GPU cluster, per node run: where it was placed and the GPUs of the processes that ran it."""
+        placement = options.placement
+        self._device_memory = (
+            load_device_profile(placement.cluster.device_type).memory_bytes if options.on_gpus and placement else 0.0
+        )
 
     @property
     def _pipeline(self) -> RealPipeline:
@@ -78,10 +103,13 @@ class PipelineActor:
         """Build now (tokenizer, warm-up: seconds), so that the first node does not pay it."""
         _ = self._pipeline
 
-    def run_node(self, node: SubStage, cores: tuple[int, ...]) -> NodeReport:
+    def run_node(self, node: SubStage, cores: tuple[int, ...], devices: tuple[int, ...] = ()) -> NodeReport:
         """Run ``node`` on its lane's thread pinned to ``cores``: on a CPU cluster a device is
         a core, and pinning makes the scheduler's placement the real one (the OS would
-        otherwise spread every thread over every core)."""
+        otherwise spread every thread over every core). On a GPU cluster (no ``cores``) its
+        work runs in the processes holding ``devices``, its GPUs."""
+        if self._options.on_gpus:
+            return self._lane(node.worker).submit(self._run_on_gpus, node, devices).result()
         return self._lane(node.worker).submit(self._run_pinned, node, cores).result()
 
     def _lane(self, worker: int | None) -> ThreadPoolExecutor:
@@ -119,6 +147,64 @@ class PipelineActor:
                 pin(cores)
         return pipeline.run_node(node)
 
+    def _run_on_gpus(self, node: SubStage, devices: tuple[int, ...]) -> NodeReport:
+        """Move the node's workers to its GPUs (where the scheduler placed it elsewhere), record
+        which GPUs they hold, then run it. Threads keep the host's every core and one torch
+        thread: device ids are GPUs, not cores to pin. ``load`` starts the job's workers on its
+        devices: the trainer group across them, rollout worker ``w`` on the ``w``-th."""
+        pipeline = self._pipeline
+        held: list[dict[str, Any]] | None = None  # the processes doing its device work; None: none does
+        trainer: Any = pipeline.job.trainer
+        engines: list[Any] = list(pipeline.job.engines)
+        share = node.mem_bytes / self._device_memory if self._device_memory else None
+        if devices and node.kind in TRAINER_KINDS:
+            trainer.place(devices)
+            held = trainer.seen()
+        if devices and node.kind is SubStageKind.LOAD:
+            for device, engine in zip(devices, engines, strict=False):
+                engine.place((device,), share)
+        elif devices and node.kind in ROLLOUT_KINDS and node.worker is not None and node.worker < len(engines):
+            engines[node.worker].place(devices, share)
+            held = [engines[node.worker].seen]
+        report = pipeline.run_node(node)
+        self._ran_on.append(
+            {
+                "kind": node.kind.value,
+                "bucket": node.bucket,
+                "step": node.step,
+                "worker": node.worker,
+                "devices": list(devices),
+                "gpu_ids": None if held is None else [list(seen["gpu_ids"]) for seen in held],
+            }
+        )
+        return report
+
+    def device_report(self) -> dict[str, Any]:
+        """Where this job's work ran, as its processes saw it (:func:`devices_seen`): this
+        process, each trainer rank, each rollout worker (its device, its engine's weights'
+        digest and policy version), the trainer's weights' digest, and per node run on a GPU
+        cluster its devices and its processes' GPU ids."""
+        job = self._pipeline.job
+        trainer: Any = job.trainer
+        ranks = trainer.seen() if hasattr(trainer, "seen") else []
+        engines: list[Any] = list(job.engines)
+        return {
+            "process": devices_seen(),
+            "compute": self._options.compute,
+            "trainer": {
+                "devices": list(getattr(trainer, "devices", ())),
+                "moves": getattr(trainer, "moves", 0),
+                "ranks": ranks,
+                "weights": weights_digest(trainer.weights()),
+                "version": job.step,
+            },
+            "workers": [
+                {**(e.report() if hasattr(e, "report") else {}), "version": job.engine_version(w)}
+                for w, e in enumerate(engines)
+            ],
+            "nodes": list(self._ran_on),
+        }
+
     def step_metrics(self) -> list[dict[str, float]]:
         return list(self._pipeline.step_metrics)
 
@@ -131,23 +217,46 @@ class PipelineActor:
 
     def progress(self) -> dict[str, Any]:
         """Where the job is: its next step, the step it resumed at, a digest of its weights."""
-        import hashlib
-
-        digest = hashlib.sha256()
-        for name, tensor in sorted(self._pipeline.job.trainer.weights().items()):
-            digest.update(name.encode())
-            digest.update(tensor.detach().contiguous().numpy().tobytes())
         return {
             "step": self._pipeline.job.step,
             "resumed_at_step": self._pipeline.resumed_at_step,
-            "weights": digest.hexdigest(),
+            "weights": weights_digest(self._pipeline.job.trainer.weights()),
         }
 
 
 def pipeline_actor_options(placement: DevicePlacement | None, device: int) -> dict[str, Any]:
-    """``PipelineActor.options(...)``: placed on ``device``, its worker process started with
-    one malloc arena (:data:`ONE_ARENA_ENV`)."""
-    return {**placed(placement, device), "runtime_env": {"env_vars": dict(ONE_ARENA_ENV)}}
+    """``PipelineActor.options(...)``: placed on ``device`` (on a GPU cluster on its node, with
+    no GPU: :meth:`DevicePlacement.host_options`), its worker process started with one malloc
+    arena (:data:`ONE_ARENA_ENV`)."""
+    options = placed_on_host(placement, device)
+    env = {**options.get("runtime_env", {}).get("env_vars", {}), **ONE_ARENA_ENV}
+    return {**options, "runtime_env": {"env_vars": env}}
+
+
+def placed_job_options(
+    options: RealJobOptions, cluster: ClusterSpec | None, placement: DevicePlacement | None, home_device: int
+) -> RealJobOptions:
+    """A job's options on the executors' cluster: its devices' reservation, its home device,
+    a trainer group by default on GPUs, and on a GPU cluster its work in processes holding
+    its GPUs, computing on what this process resolves (CUDA, or the CPU where the GPUs are
+    only declared)."""
+    on_gpus = cluster is not None and cluster.device_type != "cpu"
+    return replace(
+        options,
+        placement=placement,
+        home_device=home_device,
+        train_across_devices=options.train_across_devices or trains_across_devices(cluster),
+        on_gpus=on_gpus,
+        compute=resolve_compute_device().kind if on_gpus else "cpu",
+    )
+
+
+def node_cores(devices: tuple[int, ...], num_cores: int, cluster: ClusterSpec | None) -> tuple[int, ...]:
+    """The cores a node's threads are pinned to: on a CPU cluster its devices (modulo this
+    host's cores); none on a GPU cluster, whose device ids are GPUs."""
+    if num_cores < 1 or (cluster is not None and cluster.device_type != "cpu"):
+        return ()
+    return tuple(d % num_cores for d in devices)
 
 
 def wait_for_refs(handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
@@ -179,16 +288,12 @@ class RayExecutor:
         Ray, decides which cores each node runs on."""
         options = options or RealJobOptions()
         self._pin = pin_devices and hasattr(os, "sched_setaffinity")
-        self._num_cores = len(os.sched_getaffinity(0)) if self._pin else 1
+        self._num_cores = len(os.sched_getaffinity(0)) if self._pin else 0
+        self._cluster = cluster
         self.placement = DevicePlacement(cluster) if cluster is not None else None
         self.actors = {}
         for i, (pid, spec) in enumerate(specs.items()):
-            placed_options = replace(
-                options,
-                placement=self.placement,
-                home_device=i,
-                train_across_devices=options.train_across_devices or trains_across_devices(cluster),
-            )
+            placed_options = placed_job_options(options, cluster, self.placement, i)
             self.actors[pid] = PipelineActor.options(**pipeline_actor_options(self.placement, i)).remote(  # type: ignore[attr-defined]
                 dict(spec), train_parts, torch_threads, placed_options
             )
@@ -196,8 +301,8 @@ class RayExecutor:
         ray.get([actor.build.remote() for actor in self.actors.values()])
 
     def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
-        cores = tuple(d % self._num_cores for d in devices) if self._pin else ()
-        ref: Hashable = self.actors[pipeline_id].run_node.remote(node, cores)
+        cores = node_cores(devices, self._num_cores, self._cluster)
+        ref: Hashable = self.actors[pipeline_id].run_node.remote(node, cores, devices)
         return ref
 
     def wait(self, handles: Sequence[Hashable], timeout_s: float) -> list[Hashable]:
@@ -216,6 +321,10 @@ class RayExecutor:
 
     def step_plans(self) -> dict[str, dict[int, list[SequencePlan]]]:
         return {pid: ray.get(actor.step_plans.remote()) for pid, actor in self.actors.items()}
+
+    def device_reports(self) -> dict[str, dict[str, Any]]:
+        """Each pipeline's :meth:`PipelineActor.device_report`."""
+        return {pid: ray.get(actor.device_report.remote()) for pid, actor in self.actors.items()}
 
     def shutdown(self) -> None:
         for actor in self.actors.values():

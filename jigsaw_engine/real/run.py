@@ -47,8 +47,10 @@ MachineSpeed = Callable[[], float]
 (:func:`jigsaw_engine.runtime.machine_speed.reference_seconds`)."""
 
 
-def check_real_workload(workload: WorkloadFile, *, steps: int | None) -> dict[str, dict[str, Any]]:
-    """The workload's pipeline specs, with ``steps`` applied, keyed by a unique id; every problem at once."""
+def check_real_workload(workload: WorkloadFile, *, steps: int | None, on_ray: bool = True) -> dict[str, dict[str, Any]]:
+    """The workload's pipeline specs, with ``steps`` applied, keyed by a unique id; every problem
+    at once. ``on_ray``: the run's executor reserves its devices from Ray, which a GPU cluster
+    needs (its devices are GPUs Ray gives to processes; threads of one process cannot hold one)."""
     errors: list[FieldError] = []
     specs: dict[str, dict[str, Any]] = {}
     for i, raw in enumerate(workload.pipelines):
@@ -58,10 +60,13 @@ def check_real_workload(workload: WorkloadFile, *, steps: int | None) -> dict[st
         parsed = parse_pipeline_spec(spec)
         errors += check_real_spec(parsed, path=f"pipelines[{i}]")
         specs[f"p{i}-{parsed.name}"] = spec
-    if workload.cluster.device_type != "cpu":
+    if workload.cluster.device_type != "cpu" and not on_ray:
         errors.append(
             FieldError(
-                "cluster.device_type", f"real runs here need device_type: cpu, got {workload.cluster.device_type!r}"
+                "cluster.device_type",
+                f"the cluster's devices are {workload.cluster.device_type} GPUs reserved from Ray, each held "
+                "by the processes that run on it; run it on Ray (--executor ray or ray-split), or declare "
+                "device_type: cpu to run on this process's cores",
             )
         )
     if errors:

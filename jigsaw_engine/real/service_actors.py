@@ -30,9 +30,15 @@ from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
 from jigsaw_engine.real.jobs import RealJobOptions
 from jigsaw_engine.real.pipeline import NodeReport
-from jigsaw_engine.real.pipeline_actor import PipelineActor, pipeline_actor_options, wait_for_refs
+from jigsaw_engine.real.pipeline_actor import (
+    PipelineActor,
+    node_cores,
+    pipeline_actor_options,
+    placed_job_options,
+    wait_for_refs,
+)
 from jigsaw_engine.real.service_executor import StepReport
-from jigsaw_engine.runtime.ray.placement import DevicePlacement, trains_across_devices
+from jigsaw_engine.runtime.ray.placement import DevicePlacement
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec
 
@@ -69,8 +75,8 @@ class ActorServiceExecutor:
             self._specs[pipeline_id] = spec
 
     def submit(self, pipeline_id: str, node: SubStage, devices: tuple[int, ...]) -> Hashable:
-        cores = tuple(d % self._num_cores for d in devices) if self._num_cores else ()
-        ref: Hashable = self._actor(pipeline_id, devices[0] if devices else 0).run_node.remote(node, cores)
+        cores = node_cores(devices, self._num_cores, self._cluster)
+        ref: Hashable = self._actor(pipeline_id, devices[0] if devices else 0).run_node.remote(node, cores, devices)
         with self._lock:
             self._nodes[ref] = (pipeline_id, node.step)
         return ref
@@ -130,15 +136,10 @@ class ActorServiceExecutor:
                     # Waits for Ray (milliseconds; a too-small Ray cluster fails the job, saying why).
                     self.placement = DevicePlacement(self._cluster)
                 spec = self._specs[pipeline_id]
-                options = replace(
-                    self._options,
-                    placement=self.placement,
-                    home_device=device,
-                    train_across_devices=self._options.train_across_devices or trains_across_devices(self._cluster),
-                )
+                options = placed_job_options(self._options, self._cluster, self.placement, device)
                 if self._checkpoint_root is not None:
                     options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
-                # Ray books a sliver of the device; the scheduler decides which cores a node uses.
+                # Ray books a sliver of the device (on GPUs, none); the scheduler decides where a node runs.
                 actor_options = pipeline_actor_options(self.placement, device)
                 actor = self._actors[pipeline_id] = PipelineActor.options(**actor_options).remote(  # type: ignore[attr-defined]
                     spec, self._train_parts, self._torch_threads, options, spec.start_step

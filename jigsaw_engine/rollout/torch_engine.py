@@ -115,6 +115,11 @@ class TorchRolloutEngine:
         self._cached: _CachedBatch | None = None
         self._last = IterationStats(running=0, decode_tokens=0, prefill_tokens=0)
 
+    @property
+    def model(self) -> PreTrainedModel:
+        """The policy it samples from (its own copy)."""
+        return self._model
+
     # -- requests ------------------------------------------------------------------------------
     def add_request(self, request: RolloutRequest) -> None:
         self._check_new(request.request_id)

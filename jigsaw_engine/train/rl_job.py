@@ -308,6 +308,10 @@ class RLJob:
                 + ("" if k else ": a synchronous job rolls out only the step it trains next")
             )
 
+    def engine_version(self, worker: int) -> int:
+        """The policy version ``worker``'s engine holds: the updates its weights have had."""
+        return self._workers.version(worker)
+
     @property
     def step_workers(self) -> int:
         """Rollout workers of the oldest open step."""

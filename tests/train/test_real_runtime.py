@@ -165,7 +165,8 @@ def test_jigsaw_run_rejects_a_workload_it_cannot_run_with_field_paths(tmp_path, 
     assert main(["run", "--workload", str(path), "--executor", "threads"]) == 2  # bad input
     err = capsys.readouterr().err
     assert "pipelines[0].model: a real run needs a Hugging Face checkpoint" in err
-    assert "cluster.device_type: real runs here need device_type: cpu" in err
+    assert "cluster.device_type: the cluster's devices are h100 GPUs reserved from Ray" in err
+    assert "--executor ray" in err
     assert main(["run", "--workload", str(path), "--policies", "fastest"]) == 2
 
 

@@ -1,20 +1,29 @@
 """The engine's devices, reserved from Ray as placement groups, and its actors placed on them.
 
-One placement group per node of the engine's cluster, one bundle per device (a core here, a
-GPU on a GPU host), the bundles of a group packed onto one Ray node (``STRICT_PACK``). Ray then
-keeps those devices for the engine: other work on the same Ray cluster cannot take them, and a
-cluster too small for the engine's plan is an error at once, not silently oversubscribed cores.
-An actor placed on device ``d`` runs on the Ray node that holds ``d``.
+One placement group per node of the engine's cluster, one bundle per device, the bundles of a
+group packed onto one Ray node (``STRICT_PACK``). Ray then keeps those devices for the engine:
+other work on the same Ray cluster cannot take them, and a cluster too small for the engine's
+plan is an error at once, not silently oversubscribed devices. An actor placed on device ``d``
+runs on the Ray node that holds ``d``.
+
+On a CPU cluster a device is a core: a bundle is ``{CPU: 1}``. On a GPU cluster a device is a
+GPU: a bundle is ``{GPU: 1}`` alone (the processes that drive a GPU use the host's cores as
+the OS schedules them; the GPU is what the scheduler shares), and Ray gives each actor placed
+on it that one GPU: ``ray.get_gpu_ids()`` and ``CUDA_VISIBLE_DEVICES`` in its process name it.
+Processes that only orchestrate or do host work (a job's own process, its environment) are
+placed on a device's node but book no GPU and see none (:meth:`DevicePlacement.host_options`).
 
 Each actor books a small fraction of its device's bundle (``ACTOR_SHARE``; verl co-locates its
 workers on a GPU the same way), so the processes of several pipelines can live on one device.
 Ray's fractions are bookkeeping: it enforces neither a CPU nor a GPU share. The split between
-co-located sub-stages is the scheduler's, made real by pinning each node's thread to the
-cores it was placed on (:mod:`jigsaw_engine.real.pipeline_actor`).
+co-located sub-stages is the scheduler's, made real on a CPU by pinning each node's thread to
+the cores it was placed on (:mod:`jigsaw_engine.real.pipeline_actor`), and on GPUs by running
+each node in processes that hold exactly its GPUs.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
@@ -23,6 +32,7 @@ from ray.util.placement_group import PlacementGroup, placement_group, remove_pla
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from jigsaw_engine.errors import FieldError, SpecError
+from jigsaw_engine.models.compute import resolve_compute_device
 from jigsaw_engine.spec.cluster import ClusterSpec
 
 ACTOR_SHARE = 1 / 64
@@ -38,7 +48,14 @@ other after every operator, so one thread preempted holds both back (what that c
 ``docs/real-runs.md``)."""
 
 READY_TIMEOUT_S = 30.0
-"""How long the reservation may wait for Ray before the cluster is judged too small."""
+"""How long the reservation may wait for Ray before the cluster is judged too small (a Ray
+cluster that cannot hold the plan at all is refused before any wait)."""
+
+HIDE_GPUS = {"RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "1"}
+"""A process that books no GPU sees none: Ray then sets its ``CUDA_VISIBLE_DEVICES`` to empty
+(by default it leaves it every GPU of its node). Set as Ray's own switch, not as an empty
+``CUDA_VISIBLE_DEVICES``: actors inherit their creator's environment, and a GPU actor started
+by such a process would inherit the empty list and see no GPU either."""
 
 
 def unplaced() -> dict[str, Any]:
@@ -53,7 +70,10 @@ class DevicePlacement:
         timeout_s = READY_TIMEOUT_S if timeout_s is None else timeout_s
         self.cluster = cluster
         self._gpu = cluster.device_type != "cpu"
-        bundle = {"CPU": 1.0, "GPU": 1.0} if self._gpu else {"CPU": 1.0}
+        bundle = {"GPU": 1.0} if self._gpu else {"CPU": 1.0}
+        missing = _missing_on_every_node(bundle, cluster.devices_per_node)
+        if missing:
+            raise SpecError([FieldError("cluster.devices_per_node", self._cannot_hold(bundle, missing))])
         tag = uuid.uuid4().hex[:8]
         bundles = [dict(bundle) for _ in range(cluster.devices_per_node)]
         self.groups: list[PlacementGroup] = [
@@ -65,29 +85,64 @@ class DevicePlacement:
             self.remove()
             raise SpecError([FieldError("cluster.devices_per_node", self._too_small(bundle, timeout_s))])
 
-    def _too_small(self, bundle: dict[str, float], timeout_s: float) -> str:
+    def _plan(self, bundle: dict[str, float]) -> str:
         per_node = ", ".join(f"{self.cluster.devices_per_node:g} {name}" for name in bundle)
         return (
             f"the engine plans {self.cluster.num_nodes} node(s) of {self.cluster.devices_per_node} "
-            f"{self.cluster.device_type} devices, each node needing {per_node} on one Ray node, and Ray "
-            f"could not reserve them in {timeout_s:g} s (Ray has {_resources(ray.cluster_resources())}, "
-            f"{_resources(ray.available_resources())} free); start Ray with at least that many "
-            f"(`ray start --num-cpus=N`), free them, or plan fewer devices per node "
-            f"(devices_per_node, or ENGINE_DEVICES_PER_NODE for the service)"
+            f"{self.cluster.device_type} devices, each node needing {per_node} on one Ray node"
+        )
+
+    def _fix(self) -> str:
+        flag = "--num-gpus" if self._gpu else "--num-cpus"
+        return (
+            f"start Ray with at least that many (`ray start {flag}=N`), free them, or plan fewer devices "
+            f"per node (devices_per_node, or ENGINE_DEVICES_PER_NODE for the service)"
+        )
+
+    def _cannot_hold(self, bundle: dict[str, float], missing: str) -> str:
+        return (
+            f"{self._plan(bundle)}, and no Ray node has that many: {missing} "
+            f"(Ray has {_resources(ray.cluster_resources())}); {self._fix()}"
+        )
+
+    def _too_small(self, bundle: dict[str, float], timeout_s: float) -> str:
+        return (
+            f"{self._plan(bundle)}, and Ray could not reserve them in {timeout_s:g} s (Ray has "
+            f"{_resources(ray.cluster_resources())}, {_resources(ray.available_resources())} free); "
+            f"{self._fix()}"
         )
 
     def actor_options(self, device: int) -> dict[str, Any]:
         """``.options(...)`` for an actor that lives on ``device`` (any int: taken modulo the cluster)."""
-        node, index = divmod(device % self.cluster.num_devices, self.cluster.devices_per_node)
-        options: dict[str, Any] = {
-            "num_cpus": ACTOR_SHARE,
-            "scheduling_strategy": PlacementGroupSchedulingStrategy(
-                placement_group=self.groups[node], placement_group_bundle_index=index
-            ),
+        if self._gpu:  # its bundle's GPU, and no share of the host's cores to wait for
+            return {"num_cpus": 0, "num_gpus": ACTOR_SHARE, "scheduling_strategy": self._bundle(device)}
+        return {"num_cpus": ACTOR_SHARE, "scheduling_strategy": self._bundle(device)}
+
+    def host_options(self, device: int) -> dict[str, Any]:
+        """``.options(...)`` for a process on ``device``'s node that does no device work (a job's
+        own process, its environment): on a GPU cluster it books no GPU and sees none; on a CPU
+        cluster it is placed as any actor (a core is where its threads are pinned)."""
+        if not self._gpu:
+            return self.actor_options(device)
+        return {
+            "num_cpus": 0,
+            "num_gpus": 0,
+            "scheduling_strategy": self._bundle(device),
+            "runtime_env": {"env_vars": dict(HIDE_GPUS)},
         }
-        if self._gpu:
-            options["num_gpus"] = ACTOR_SHARE
-        return options
+
+    def _bundle(self, device: int) -> PlacementGroupSchedulingStrategy:
+        node, index = divmod(device % self.cluster.num_devices, self.cluster.devices_per_node)
+        return PlacementGroupSchedulingStrategy(placement_group=self.groups[node], placement_group_bundle_index=index)
+
+    def gpu_ids(self) -> dict[int, list[str]]:
+        """Per engine device, the GPU id(s) Ray gives an actor placed there (a short task on
+        each bundle); empty lists on a CPU cluster."""
+        if not self._gpu:
+            return {d: [] for d in range(self.cluster.num_devices)}
+        probes = {d: _gpu_ids_here.options(**self.actor_options(d)).remote() for d in range(self.cluster.num_devices)}
+        got: Any = ray.get  # a remote function's refs are typed loosely
+        return {d: list(got(ref)) for d, ref in probes.items()}
 
     def remove(self) -> None:
         """Give the devices back to Ray (actors still in the groups are killed by Ray)."""
@@ -103,6 +158,41 @@ def trains_across_devices(cluster: ClusterSpec | None) -> bool:
 
 def placed(placement: DevicePlacement | None, device: int) -> dict[str, Any]:
     return placement.actor_options(device) if placement is not None else unplaced()
+
+
+def placed_on_host(placement: DevicePlacement | None, device: int) -> dict[str, Any]:
+    return placement.host_options(device) if placement is not None else unplaced()
+
+
+def devices_seen() -> dict[str, Any]:
+    """What Ray gave the calling actor's process: its GPU ids (``ray.get_gpu_ids()``), its
+    ``CUDA_VISIBLE_DEVICES`` (None: not set), its pid, and what it computes on
+    (:func:`~jigsaw_engine.models.compute.resolve_compute_device`)."""
+    return {
+        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "pid": os.getpid(),
+        "compute": resolve_compute_device().kind,
+    }
+
+
+@ray.remote
+def _gpu_ids_here() -> list[str]:
+    return [str(g) for g in ray.get_gpu_ids()]
+
+
+def _missing_on_every_node(bundle: dict[str, float], count: int) -> str:
+    """What the fullest live Ray node lacks of ``count`` bundles (empty: some node can hold
+    them, free or not): a plan no node could ever hold is refused without waiting."""
+    totals = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    if not totals:
+        return ""
+    gaps = []
+    for name, amount in bundle.items():
+        most = max(float(t.get(name, 0.0)) for t in totals)
+        if most < amount * count:
+            gaps.append(f"{amount * count:g} {name} wanted on one node, the largest node has {most:g} {name}")
+    return "; ".join(gaps)
 
 
 def _resources(resources: dict[str, float]) -> str:
