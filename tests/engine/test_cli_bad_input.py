@@ -90,7 +90,7 @@ CASES = [
 RUN_CASES = [
     *((f"run --workload {{dir}}/{name}", text) for name, text in COMMON_FILE_CASES),
     (f"run --workload {EXAMPLE}", "pipelines[1].model: a real run needs a Hugging Face checkpoint"),
-    (f"run --workload {EXAMPLE}", "cluster.device_type: real runs here need device_type: cpu"),
+    (f"run --workload {EXAMPLE} --executor threads", "cluster.device_type: the cluster's devices are h100 GPUs"),
     (f"run --workload {REAL_EXAMPLE} --policies verl", "--policies: unknown verl"),
     (f"run --workload {REAL_EXAMPLE} --steps -1", "--steps: must be >= 1, got -1"),
     (f"run --workload {REAL_EXAMPLE} --json {{dir}}/nowhere/out.json", "--json {dir}/nowhere/out.json: no folder"),
