@@ -12,9 +12,9 @@ What only runs with CUDA, each behind a method whose CPU twin is what the tests 
 
 - ``bind``: ``torch.cuda.set_device`` on the one GPU Ray gave the process;
 - ``collective_backend``: NCCL for a trainer group's collectives (gloo on the CPU);
-- ``autocast``: bf16 autocast of forwards and backwards on a GPU that supports bf16 (float32
-  master weights and optimizer state either way; nothing on the CPU, where bf16 matmuls are
-  slower than float32 ones);
+- ``autocast``: bf16 autocast of the forwards (their backwards follow the forwards' dtypes) on a
+  GPU that supports bf16 (float32 weights and optimizer state either way; nothing on the CPU,
+  where bf16 matmuls are slower than float32 ones);
 - ``to_device`` / ``to_host``: models and batches onto the GPU, results and whole state back
   to host memory before they cross a process (identity on the CPU);
 - ``vllm_args``: vLLM on the GPU in bf16 with ``gpu_memory_utilization`` set to the memory
