@@ -70,5 +70,9 @@ class Runtime(Protocol):
     def device_load(self) -> dict[int, float]:
         """Share of each busy device in use now (idle devices are absent)."""
 
+    def lost_devices(self) -> dict[int, str]:
+        """Devices gone now, each with why (its node left the cluster); empty when all are
+        there. A lost device comes back when it is no longer listed."""
+
     def release(self, pipeline_id: str) -> None:
         """``pipeline_id`` has ended or was handed back: free what it holds (real workers)."""

@@ -48,6 +48,12 @@ MAX_WORKER_LOSSES = 3
 """A pipeline whose worker process died this many times is failed the next time, not handed
 back again: a job that kills its worker (memory, say) must not be resumed forever."""
 
+NODE_LOSS_WINDOW_S = 60.0
+"""A worker lost this close to a node's loss is the node's loss, not the job's, and does not
+count towards ``MAX_WORKER_LOSSES``: a dead node's processes are unreachable within seconds,
+but the runtime knows the node lost only later (Ray: after its health checks, about 15 s), and
+jobs resubmitted meanwhile may start processes there that die too."""
+
 PlanSource = Callable[[PipelineSpec, int], list[SequencePlan]]
 StepReportSource = Callable[[str, int], tuple[dict[str, float], list[dict[str, Any]]] | None]
 """(pipeline id, 0-based step) -> what real work measured in that step: metrics, samples."""
@@ -134,8 +140,13 @@ class ClusterController:
         holds every ended run of the retention window."""
         self._running: dict[str, Task] = {}
         self._started_s: dict[str, float] = {}
-        self._worker_losses: dict[str, int] = {}
-        """Per pipeline id, how often its worker died under it (kept when it is handed back)."""
+        self._worker_losses: dict[str, list[float]] = {}
+        """Per pipeline id, when its worker died under it (kept when it is handed back)."""
+        self._node_lost_s: float | None = None
+        """When a device was last lost with its node."""
+        self._lost: dict[int, str] = {}
+        """Devices whose node is gone (the runtime says), each with why: nothing is placed there."""
+        self._lost_since_s: dict[int, float] = {}
         self._retain_ended_s = retain_ended_s
         self._next_prune_s = 0.0
 
@@ -153,7 +164,8 @@ class ClusterController:
         self._submitted += 1
         self._runs[pipeline_id] = _Run(RunRecord(parsed, self._submitted, steps_done=parsed.start_step))
         self._queued.append(pipeline_id)
-        self._status(pipeline_id, PipelineState.QUEUED, "waiting for devices")
+        self._watch_devices()
+        self._status(pipeline_id, PipelineState.QUEUED, self._waiting_reason())
         if schedule:
             self._schedule()
 
@@ -208,6 +220,8 @@ class ClusterController:
 
     def advance_to(self, now_s: float) -> None:
         """Process every finish due by ``now_s`` in order, scheduling after each."""
+        if self._watch_devices():  # a node left or came back: hand back what it held, place anew
+            self._schedule()
         while (t := self.runtime.next_event_s()) is not None and t <= now_s:
             for finished in self.runtime.advance_to(t):
                 self._on_finished(finished)
@@ -258,7 +272,9 @@ class ClusterController:
             node = task.node
             running.append(TimelineSpan(task.pipeline_id, node.kind.value, node.bucket, node.step, node.worker,
                                         task.devices, self._started_s[task_id], now, task.share))  # fmt: skip
-        return self.history.window(now, window_s, running)
+        window = self.history.window(now, window_s, running)
+        window["lost_devices"] = self._lost_view()
+        return window
 
     def pipeline_states(self) -> dict[str, str]:
         return {pid: run.record.state.value for pid, run in self._runs.items()}
@@ -277,6 +293,7 @@ class ClusterController:
                 "device_type": self.cluster.device_type,
                 "num_devices": self.cluster.num_devices,
                 "devices_in_use": len(self.runtime.device_load()),
+                "lost_devices": self._lost_view(),
             },
             "scheduler": self.scheduler.name,
             "pipelines": by_state,
@@ -290,6 +307,7 @@ class ClusterController:
         return {pid: runs[pid] for pid in sorted(self._active_ids, key=lambda pid: runs[pid].record.order)}
 
     def _schedule(self) -> None:
+        self._watch_devices()
         specs = {pid: self._runs[pid].record.spec for pid in self._queued}
         for pid in self.scheduler.admit(self._view(), specs) if specs else ():
             self._queued.remove(pid)
@@ -368,10 +386,13 @@ class ClusterController:
                     ready.append(ReadyStage(pid, node, chain_s(run.predictor, graph, node) if self._predict else 0.0))
             if self._predict and run.record.steps_done in run.graphs:
                 in_rollout.append(pid)
+        load = self.runtime.device_load()
+        if self._lost:  # full: no share of a lost device is free
+            load.update(dict.fromkeys(self._lost, 1.0))
         return ClusterView(
             now_s=self.runtime.now_s,
             num_devices=self.cluster.num_devices,
-            device_load=self.runtime.device_load(),
+            device_load=load,
             ready=tuple(ready),
             specs={pid: run.record.spec for pid, run in active.items()},
             queued=tuple(self._queued),
@@ -383,6 +404,7 @@ class ClusterController:
             },
             running=tuple(self._running.values()),
             rollout_done_s=OnDemand(in_rollout, lambda pid: self._rollout_eta(pid, active[pid])),
+            lost=frozenset(self._lost),
         )
 
     def _rollout_eta(self, pid: str, run: _Run) -> float | None:
@@ -398,8 +420,10 @@ class ClusterController:
         if run is None or run.record.state.is_terminal:  # handed back, or ended, meanwhile
             return
         run.unbilled_device_s += len(task.devices) * (finished.end_s - finished.start_s) * span.share
-        if finished.lost and self._worker_losses.get(task.pipeline_id, 0) < MAX_WORKER_LOSSES:
-            self._worker_losses[task.pipeline_id] = self._worker_losses.get(task.pipeline_id, 0) + 1
+        if finished.lost and len(self._worker_losses.get(task.pipeline_id, ())) < MAX_WORKER_LOSSES:
+            now = self.runtime.now_s
+            if self._node_lost_s is None or now - self._node_lost_s > NODE_LOSS_WINDOW_S:
+                self._worker_losses.setdefault(task.pipeline_id, []).append(now)
             self._hand_back(task.pipeline_id, f"{node.node_id}: {finished.error}")
             return
         if finished.error is not None:
@@ -493,6 +517,61 @@ class ClusterController:
             del self._runs[pipeline_id]
             self._worker_losses.pop(pipeline_id, None)
         self.events.forget_read_before(cutoff)
+
+    # -- lost nodes ----------------------------------------------------------------------
+    def _watch_devices(self) -> bool:
+        """Take in which devices the runtime says are gone; whether that changed. A pipeline
+        whose work of an open step ran or runs on a device just lost is handed back: its
+        state there (a KV cache, an update under way) went with the node, and its checkpoint
+        is the step before. The scheduler places nothing on a lost device until it is back."""
+        lost = self.runtime.lost_devices()
+        if lost == self._lost:
+            return False
+        gone = {d: why for d, why in lost.items() if d not in self._lost}
+        back = sorted(d for d in self._lost if d not in lost)
+        now = self.runtime.now_s
+        self._lost = dict(lost)
+        for d in back:
+            del self._lost_since_s[d]
+        if back:
+            logger.warning("devices %s are back; %d device(s) still lost", back, len(lost))
+        for d in gone:
+            self._lost_since_s[d] = now
+        if gone:
+            self._node_lost_s = now
+            for losses in self._worker_losses.values():  # those were the node's, not the jobs'
+                losses[:] = [t for t in losses if now - t > NODE_LOSS_WINDOW_S]
+            causes = sorted(set(gone.values()))
+            logger.warning("devices %s lost (%s)", sorted(gone), "; ".join(causes))
+            for pid, run in list(self._active().items()):
+                touched = self._devices_of_open_steps(pid, run) & set(gone)
+                if touched:
+                    cause = f"device(s) {', '.join(map(str, sorted(touched)))} lost: {'; '.join(causes)}"
+                    self._hand_back(pid, cause)
+        return True
+
+    def _devices_of_open_steps(self, pipeline_id: str, run: _Run) -> set[int]:
+        """Devices that hold the pipeline's state now: where its open steps' work ran or runs."""
+        used = {d for spans in run.step_spans.values() for span in spans for d in span.devices}
+        used.update(d for task in self._running.values() if task.pipeline_id == pipeline_id for d in task.devices)
+        return used
+
+    def _lost_view(self) -> list[dict[str, Any]]:
+        """Each lost device, its node, why and since when (engine seconds): the cluster page."""
+        per_node = self.cluster.devices_per_node
+        return [
+            {"device": d, "node": d // per_node, "reason": why, "since_s": self._lost_since_s[d]}
+            for d, why in sorted(self._lost.items())
+        ]
+
+    def _waiting_reason(self) -> str:
+        if not self._lost:
+            return "waiting for devices"
+        nodes = sorted({d // self.cluster.devices_per_node for d in self._lost})
+        return (
+            f"waiting for devices ({len(self._lost)} of {self.cluster.num_devices} lost with node(s) "
+            f"{', '.join(map(str, nodes))}; it runs on what remains, or when they are back)"
+        )
 
     def _hand_back(self, pipeline_id: str, cause: str) -> None:
         """A worker process died under the pipeline: its work is not at fault, so it is not

@@ -13,7 +13,7 @@ import time
 from collections.abc import Hashable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.graph.substage import SubStage
@@ -41,6 +41,14 @@ class NodeExecutor(Protocol):
     def release(self, pipeline_id: str) -> None:
         """The controller is done with ``pipeline_id``: an executor serving a long-running
         engine frees its workers; one serving a single run keeps them for the report."""
+
+
+@runtime_checkable
+class NodeWatchingExecutor(NodeExecutor, Protocol):
+    """An executor whose devices live on nodes that can leave (Ray nodes)."""
+
+    def lost_devices(self) -> dict[int, str]:
+        """Devices whose node is gone now, each with why (cheap: called at every event)."""
 
 
 class ThreadExecutor:
@@ -82,6 +90,7 @@ class RealRuntime:
 
     def __init__(self, executor: NodeExecutor) -> None:
         self._executor = executor
+        self._watch = executor if isinstance(executor, NodeWatchingExecutor) else None
         self._origin = time.monotonic()
         self._running: dict[Hashable, _Running] = {}
         self._aborted: set[Hashable] = set()
@@ -154,6 +163,10 @@ class RealRuntime:
 
     def release(self, pipeline_id: str) -> None:
         self._executor.release(pipeline_id)
+
+    def lost_devices(self) -> dict[int, str]:
+        """What the executor says is gone; threads in this process lose nothing."""
+        return self._watch.lost_devices() if self._watch is not None else {}
 
     def device_load(self) -> dict[int, float]:
         load: dict[int, float] = {}

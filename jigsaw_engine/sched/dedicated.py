@@ -35,7 +35,7 @@ class DedicatedScheduler:
         admitted: list[str] = []
         for pid in view.queued:
             need = specs[pid].resources.num_gpus
-            free = [d for d in range(view.num_devices) if d not in taken]
+            free = [d for d in view.usable() if d not in taken]
             if need > len(free):
                 break  # strict arrival order
             self._partitions[pid] = tuple(free[:need])

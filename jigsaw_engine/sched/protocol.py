@@ -46,6 +46,13 @@ class ClusterView:
     rollout_done_s: Mapping[str, float] = field(default_factory=dict)
     """Predicted time each pipeline in rollout finishes its oldest open step's generation
     (when its training will want devices), from the graph's predicted durations."""
+    lost: frozenset[int] = frozenset()
+    """Devices whose node is gone: nothing may be placed or homed there (each is also in
+    ``device_load`` at a full share, so a check of room alone refuses it too)."""
+
+    def usable(self) -> list[int]:
+        """Every device not lost, in order."""
+        return [d for d in range(self.num_devices) if d not in self.lost]
 
     def is_free(self, device: int) -> bool:
         return device not in self.device_load

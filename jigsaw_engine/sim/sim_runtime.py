@@ -130,6 +130,10 @@ class SimRuntime:
     def device_load(self) -> dict[int, float]:
         return dict(self._load)
 
+    def lost_devices(self) -> dict[int, str]:
+        """None: a simulated cluster loses no node."""
+        return {}
+
     def release(self, pipeline_id: str) -> None:
         """Nothing to free: a simulated pipeline holds no workers."""
 

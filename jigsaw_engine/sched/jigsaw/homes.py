@@ -52,7 +52,7 @@ class Homes:
         """First come, first served homes of the size asked for (no job overtakes another)."""
         admitted = []
         for pid in view.queued:
-            free = self._unowned(view.num_devices)
+            free = self._unowned(view)
             need = specs[pid].resources.num_gpus
             if need > len(free):
                 break
@@ -62,9 +62,9 @@ class Homes:
             admitted.append(pid)
         return admitted
 
-    def _unowned(self, num_devices: int) -> list[int]:
+    def _unowned(self, view: ClusterView) -> list[int]:
         owned = {d for home in self.home.values() for d in home}
-        return [d for d in range(num_devices) if d not in owned]
+        return [d for d in view.usable() if d not in owned]
 
     def owners(self) -> dict[int, str]:
         """The pipeline whose home each owned device is in."""
@@ -84,6 +84,12 @@ class Homes:
         may also shrink, to hand devices to the pipeline projected to finish last."""
         asked = view.specs[pipeline_id].resources
         home = self.home[pipeline_id]
+        if any(d in view.lost for d in home):
+            # What is left of it (a lost node's devices come back unowned); a home lost whole
+            # starts again on devices nobody owns, if any.
+            kept = tuple(d for d in home if d not in view.lost)
+            self.home.pop(pipeline_id)
+            home = self.home[pipeline_id] = kept or tuple(self._unowned(view)[: _min_width(asked)]) or home
         if view.queued and len(home) > asked.num_gpus:
             home = self.home[pipeline_id] = home[: asked.num_gpus]
         elif self.options.resize and not view.queued and pipeline_id in view.recent_step_s:
@@ -96,7 +102,7 @@ class Homes:
                 # earlier step still to train on the devices it was built for.
                 if target < len(home) and view.specs[pipeline_id].mode is SyncMode.SYNC:
                     home = self.home[pipeline_id] = home[:target]
-            spare = self._unowned(view.num_devices)
+            spare = self._unowned(view)
             grow = max(0, min(target - len(home), len(spare)))
             grow -= (len(home) + grow) % asked.tp
             if grow > 0:

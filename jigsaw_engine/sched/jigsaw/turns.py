@@ -86,7 +86,7 @@ class TakingTurns:
         if any(s.mode is not SyncMode.SYNC or s.resources.rollout_gpus is not None for s in specs):
             return None
         home = self._homes.home
-        tp, count, devices = specs[0].resources.tp, len(specs), view.num_devices
+        tp, count, devices = specs[0].resources.tp, len(specs), len(view.usable())
         if count * tp > devices or any(len(home[pid]) > TURN_HOME_WORKERS * tp for pid in view.specs):
             return None
         profiles = [profiles_seen[pid] for pid in view.specs]
@@ -134,9 +134,10 @@ class TakingTurns:
             return None
         if node.worker is not None:
             return own
-        width = self._steps[(pid, node.step)]
+        usable = view.usable()  # a node lost since the turn was planned takes its devices with it
+        width = min(self._steps[(pid, node.step)], len(usable) // tp * tp)
         rolling = {d for p, _ in self._steps for d in home[p][: view.specs[p].resources.tp]}
-        spare = [d for d in range(view.num_devices) if d not in rolling and load.get(d, 0.0) < EPS]
+        spare = [d for d in usable if d not in rolling and load.get(d, 0.0) < EPS]
         spare.sort(key=lambda d: (0 if pid in resident.get(d, ()) else 1, d))
         if len(own) + len(spare) < width:
             return None
