@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -57,6 +59,8 @@ class RealPipeline:
         plane recorded, which may lag the latest checkpoint)."""
         if train_parts < 1:
             raise ValueError(f"train_parts: must be >= 1, got {train_parts}")
+        if checkpoint_dir is not None:
+            check_checkpoint_folder(checkpoint_dir)
         self.job = job
         self._checkpoint_dir = checkpoint_dir
         self.resumed_at_step = 0
@@ -133,3 +137,20 @@ class RealPipeline:
     def _checkpoint(self) -> None:
         if self._checkpoint_dir is not None:
             self.job.save_checkpoint(self._checkpoint_dir)
+
+
+def check_checkpoint_folder(folder: Path) -> None:
+    """Raise, naming the folder and this host, unless this process can write checkpoints there.
+    A job may run on any node and resume on another, so its checkpoints must be where every
+    node reads and writes (``docs/operations.md``); a folder one node cannot write fails the job
+    when it is built, not after its first step."""
+    probe = folder / f".write-check-{socket.gethostname()}-{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise PermissionError(
+            f"checkpoint folder {folder} cannot be written on host {socket.gethostname()}: "
+            f"{exc.strerror or exc}; point ENGINE_REAL_CHECKPOINT_DIR at storage every Ray node can write"
+        ) from exc

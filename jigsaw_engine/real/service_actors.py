@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +39,7 @@ from jigsaw_engine.real.pipeline_actor import (
     wait_for_refs,
 )
 from jigsaw_engine.real.service_executor import StepReport
+from jigsaw_engine.runtime.ray.nodes import NODE_DEATH_NOTICE_S, NodeWatch, avoiding
 from jigsaw_engine.runtime.ray.placement import DevicePlacement
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import PipelineSpec
@@ -58,7 +60,17 @@ class ActorServiceExecutor:
         self._options = options
         self._cluster = cluster
         self.placement: DevicePlacement | None = None
-        """Held while any job has an actor (None without ``cluster``)."""
+        """Held while any job has an actor or any of its nodes is lost (None without ``cluster``)."""
+        self._watch: NodeWatch | None = None
+        """Which of the placement's nodes Ray holds now (with the placement)."""
+        self._lost_nodes: set[int] = set()
+        self._on_nodes: dict[str, set[int]] = {}
+        """Per job, the engine nodes its processes may be on: those not lost when it started
+        (its rollout worker ``w`` lives on device ``w``, wherever its own process is)."""
+        self._hold_until = 0.0
+        """After a worker loss, the reservation is kept this long, even idle: the loss may be a
+        node's that Ray has not declared dead yet, and a reservation made meanwhile would wait
+        for it."""
         self._train_parts = train_parts
         self._checkpoint_root = checkpoint_root
         self._torch_threads = torch_threads
@@ -91,8 +103,10 @@ class ActorServiceExecutor:
         try:
             report: NodeReport = get(handle)
         except RayActorError as exc:  # the process died; a failing node raises RayTaskError
+            self._hold_until = time.monotonic() + NODE_DEATH_NOTICE_S
             raise WorkerLostError(f"the worker process of {pipeline_id} died ({type(exc).__name__})") from exc
         except WorkerLostError as exc:  # one of its rollout workers' processes died under the node
+            self._hold_until = time.monotonic() + NODE_DEATH_NOTICE_S
             raise WorkerLostError(f"a rollout worker process of {pipeline_id} died") from exc
         if report.step_metrics is not None:
             with self._lock:
@@ -108,22 +122,47 @@ class ActorServiceExecutor:
         with self._lock:
             actor = self._actors.pop(pipeline_id, None)
             self._specs.pop(pipeline_id, None)
+            self._on_nodes.pop(pipeline_id, None)
         if actor is not None:
             ray.kill(actor, no_restart=True)
         self._give_back_devices_if_idle()
+
+    def lost_devices(self) -> dict[int, str]:
+        """Devices whose Ray node is gone (:class:`NodeWatch`); none while nothing is reserved.
+        Called at every event, it also settles what a node's loss or return changes: a job with
+        processes on a node just lost is stopped whole (its next call finds it dead, and the
+        controller hands it back), and an idle reservation is given back once nothing is lost."""
+        watch = self._watch
+        if watch is None:
+            return {}
+        lost = watch.lost_nodes()
+        gone = set(lost) - self._lost_nodes
+        self._lost_nodes = set(lost)
+        if gone:
+            with self._lock:
+                stopped = [(pid, a) for pid, a in self._actors.items() if self._on_nodes.get(pid, set()) & gone]
+            for _, actor in stopped:
+                ray.kill(actor, no_restart=True)  # kept in _actors: its calls now raise, and it is handed back
+        if not lost:
+            self._give_back_devices_if_idle()
+        return watch.lost_devices()
 
     def shutdown(self) -> None:
         with self._lock:
             actors, self._actors = list(self._actors.values()), {}
         for actor in actors:
             ray.kill(actor, no_restart=True)
-        self._give_back_devices_if_idle()
+        self._give_back_devices_if_idle(closing=True)
 
-    def _give_back_devices_if_idle(self) -> None:
+    def _give_back_devices_if_idle(self, *, closing: bool = False) -> None:
+        """An idle engine holds nothing, except while a node is lost (Ray places its group again
+        when a node joins: the devices come back where a new reservation would be refused for
+        want of a node) or may be (:attr:`_hold_until`)."""
+        hold = not closing and (bool(self._lost_nodes) or time.monotonic() < self._hold_until)
         with self._lock:
-            placement = self.placement if not self._actors else None
+            placement = self.placement if not self._actors and not hold else None
             if placement is not None:
-                self.placement = None
+                self.placement, self._watch, self._lost_nodes = None, None, set()
         if placement is not None:
             placement.remove()
 
@@ -135,12 +174,21 @@ class ActorServiceExecutor:
                 if self.placement is None and self._cluster is not None:
                     # Waits for Ray (milliseconds; a too-small Ray cluster fails the job, saying why).
                     self.placement = DevicePlacement(self._cluster)
+                    self._watch = NodeWatch(self.placement)
                 spec = self._specs[pipeline_id]
-                options = placed_job_options(self._options, self._cluster, self.placement, device)
+                # Nothing of a job started now goes to a lost node: it would wait there, unstarted.
+                placement = self.placement
+                if placement is not None and self._watch is not None:
+                    lost = self._watch.lost_nodes()
+                    placement = avoiding(placement, lost)
+                    self._on_nodes[pipeline_id] = set(range(self._cluster.num_nodes if self._cluster else 1)) - set(
+                        lost
+                    )
+                options = placed_job_options(self._options, self._cluster, placement, device)
                 if self._checkpoint_root is not None:
                     options = replace(options, checkpoint_dir=self._checkpoint_root / pipeline_id)
                 # Ray books a sliver of the device (on GPUs, none); the scheduler decides where a node runs.
-                actor_options = pipeline_actor_options(self.placement, device)
+                actor_options = pipeline_actor_options(placement, device)
                 actor = self._actors[pipeline_id] = PipelineActor.options(**actor_options).remote(  # type: ignore[attr-defined]
                     spec, self._train_parts, self._torch_threads, options, spec.start_step
                 )

@@ -33,6 +33,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from jigsaw_engine.errors import FieldError, SpecError
 from jigsaw_engine.models.compute import resolve_compute_device
+from jigsaw_engine.runtime.ray.nodes import missing_nodes
 from jigsaw_engine.spec.cluster import ClusterSpec
 
 ACTOR_SHARE = 1 / 64
@@ -74,6 +75,9 @@ class DevicePlacement:
         missing = _missing_on_every_node(bundle, cluster.devices_per_node)
         if missing:
             raise SpecError([FieldError("cluster.devices_per_node", self._cannot_hold(bundle, missing))])
+        short = missing_nodes(cluster, bundle)  # a node that never joined: named at once, not after a wait
+        if short:
+            raise SpecError([FieldError("cluster.num_nodes", short)])
         tag = uuid.uuid4().hex[:8]
         bundles = [dict(bundle) for _ in range(cluster.devices_per_node)]
         self.groups: list[PlacementGroup] = [
