@@ -11,7 +11,7 @@ PIP_FLAGS := --disable-pip-version-check -q -c constraints.txt
 EXTRAS ?= web,ray,rl,dev$(if $(filter x86_64,$(shell uname -m)),$(comma)rollout-cpu)
 comma := ,
 
-.PHONY: api-types demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest clean
+.PHONY: api-types demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest pytest-main pytest-faults clean
 
 demo: venv services-optional frontend
 	$(PY) scripts/demo.py
@@ -76,8 +76,17 @@ api-types: venv frontend/node_modules/.installed
 frontend-test: frontend
 	cd frontend && npm test --silent
 
+# The fault suite runs its own stack (private Postgres, Redis and Ray) and spends most of its
+# minutes waiting for processes to die and come back, so it runs beside the other tests; each
+# side finds processes by ancestry, never by name (tests/processes.py). Output is kept per side.
 pytest: venv
-	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q --durations=15
+	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main pytest-faults
+
+pytest-main: venv
+	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q --durations=15 --ignore=tests/faults
+
+pytest-faults: venv
+	JIGSAW_ENV=test JIGSAW_TEST_NAMESPACE=jigsaw-test-faults $(VENV)/bin/python -m pytest -q tests/faults
 
 clean:
 	rm -rf $(VENV) $(ENGINE_VENV) frontend/node_modules frontend/dist var/static

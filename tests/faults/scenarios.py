@@ -93,29 +93,28 @@ def kill_worker_mid_dispatch(stack: FaultStack) -> None:
 
 def kill_engine_controller(stack: FaultStack) -> None:
     """SIGKILL the process of the engine's Ray actor; Ray starts it again, empty."""
-    pids = subprocess.run(["pgrep", "-f", "ray::EngineActor"], capture_output=True, text=True).stdout.split()
-    if not pids:
-        raise RuntimeError("no engine actor process found")
-    subprocess.run(["kill", "-9", *pids], check=True)
+    _kill_actor_processes(stack, "EngineActor", "engine actor")
 
 
-def _kill_actor_processes(actor: str, what: str) -> None:
-    pids = subprocess.run(["pgrep", "-f", f"ray::{actor}"], capture_output=True, text=True).stdout.split()
+def _kill_actor_processes(stack: FaultStack, actor: str, what: str) -> None:
+    """SIGKILL this stack's ``ray::<actor>`` processes, and only those: a test session running
+    beside the suite keeps its own."""
+    pids = stack.ray_actor_processes(actor)
     if not pids:
         raise RuntimeError(f"no {what} process found")
-    subprocess.run(["kill", "-9", *pids], check=True)
+    subprocess.run(["kill", "-9", *map(str, pids)], check=True)
 
 
 def kill_job_worker(stack: FaultStack) -> None:
     """SIGKILL the real job's own actor process (its trainer and episode loop); the engine
     hands the job back and the reconciler resumes it from its checkpoint."""
-    _kill_actor_processes("PipelineActor", "job worker")
+    _kill_actor_processes(stack, "PipelineActor", "job worker")
 
 
 def kill_rollout_worker(stack: FaultStack) -> None:
     """SIGKILL the real job's rollout workers' actor processes (each holds a rollout engine);
     the job's step is lost with them and resumed from the checkpoint, as for its trainer."""
-    _kill_actor_processes("RolloutEngineActor", "rollout worker")
+    _kill_actor_processes(stack, "RolloutEngineActor", "rollout worker")
 
 
 def restart_redis(stack: FaultStack) -> None:

@@ -25,6 +25,7 @@ from devstack.launcher import (
     real_engine_env,
 )
 from tests.faults.private_services import PrivatePostgres, PrivateRedis
+from tests.processes import ray_actor_processes
 
 DATABASE = "jigsaw_faults"
 
@@ -87,6 +88,10 @@ class FaultStack(LocalStack):
 
     def start_process(self, name: str, extra_env: dict[str, str] | None = None) -> None:
         self.processes.start(name, extra_env=extra_env)
+
+    def ray_actor_processes(self, actor: str) -> set[int]:
+        """This stack's ``ray::<actor>`` processes (below its Ray head), and no other Ray's."""
+        return ray_actor_processes(actor, root=self.processes.procs["ray-head"].pid)
 
     def kill_process(self, name: str) -> None:
         self.processes.kill(name)

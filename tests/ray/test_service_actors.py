@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from jigsaw_engine.api import EngineConfig, start_local_engine
 from jigsaw_engine.contracts import EngineHost, EventKind
+from tests.processes import ray_actor_processes
 from tests.ray.conftest import all_cpus_free, eventually, free_cpus
 from tests.train.test_real_runtime import tiny_spec
 from tests.train.test_real_service import wait_until_ended
@@ -23,8 +23,7 @@ pytestmark = pytest.mark.slow
 
 
 def processes(actor: str = "PipelineActor") -> set[int]:
-    found = subprocess.run(["pgrep", "-f", f"ray::{actor}"], capture_output=True, text=True).stdout.split()
-    return {int(pid) for pid in found}
+    return ray_actor_processes(actor)
 
 
 def pipeline_processes() -> set[int]:

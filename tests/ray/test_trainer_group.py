@@ -4,7 +4,6 @@ same critic, sharded on the same processes)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,14 @@ from jigsaw_engine.runtime.ray.trainer_group import CriticGroup, TrainerGroup
 from jigsaw_engine.sched.registry import graph_config_for
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.train.critic import CriticTrainer
+from tests.processes import ray_actor_processes
 from tests.train.test_real_runtime import tiny_spec
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def rank_pids() -> set[int]:
-    found = subprocess.run(["pgrep", "-f", "ray::TrainerRankActor"], capture_output=True, text=True).stdout.split()
-    return {int(pid) for pid in found}
+    return ray_actor_processes("TrainerRankActor")
 
 
 def rank_processes() -> int:
