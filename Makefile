@@ -11,12 +11,20 @@ PIP_FLAGS := --disable-pip-version-check -q -c constraints.txt
 EXTRAS ?= web,ray,rl,dev$(if $(filter x86_64,$(shell uname -m)),$(comma)rollout-cpu)
 comma := ,
 
-.PHONY: api-types demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest pytest-main pytest-faults clean
+.PHONY: api-types demo test venv engine-venv frontend services chromium lint engine-test frontend-test pytest pytest-main pytest-faults checks-then-faults clean
 
 demo: venv services-optional frontend
 	$(PY) scripts/demo.py
 
-test: services chromium venv frontend lint engine-test frontend-test pytest
+# Set-up steps run side by side, then the checks: the browser-free checks and the fault suite
+# in one lane, the main test session in the other (it waits on Ray, servers and the browser
+# much of the time). Each target's output is printed whole when it ends.
+test:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target services chromium venv engine-venv frontend
+	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main checks-then-faults
+
+checks-then-faults: lint engine-test frontend-test
+	@$(MAKE) --no-print-directory pytest-faults
 
 # -- environments ---------------------------------------------------------------------------
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -30,7 +38,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 venv: $(VENV)/.installed
 
 # The engine's unit tests run where Django is not even installed: the import contract, proven.
-$(ENGINE_VENV)/.installed: pyproject.toml constraints.txt
+# After the main venv (order only): two pip installs at once would race on pip's cache.
+$(ENGINE_VENV)/.installed: pyproject.toml constraints.txt | $(VENV)/.installed
 	test -x $(ENGINE_VENV)/bin/python || $(PYTHON) -m venv $(ENGINE_VENV)
 	$(ENGINE_VENV)/bin/python -m pip install $(PIP_FLAGS) -e ".[engine-test]" 2> >(grep -v "is ignored: it is neither a file" >&2)
 	touch $@
@@ -73,7 +82,7 @@ api-types: venv frontend/node_modules/.installed
 	$(PY) manage.py spectacular --format openapi-json --file frontend/src/api/openapi.json
 	cd frontend && npx openapi-typescript src/api/openapi.json -o src/api/schema.d.ts
 
-frontend-test: frontend
+frontend-test: frontend/node_modules/.installed
 	cd frontend && npm test --silent
 
 # The fault suite runs its own stack (private Postgres, Redis and Ray) and spends most of its
