@@ -562,6 +562,18 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        ClusterLostDeviceOutput: {
+            device: number;
+            /** @description The node of the engine's cluster it belongs to. */
+            node: number;
+            /** @description Why it is lost (its Ray node left the cluster). */
+            reason: string;
+            /**
+             * Format: double
+             * @description Engine seconds: when the engine marked it lost.
+             */
+            since_s: number;
+        };
         ClusterSpanOutput: {
             /** @description The caller's job id; null for another tenant's work. */
             job: string | null;
@@ -634,6 +646,8 @@ export interface components {
             /** @description Steps finished in the window, oldest first. */
             steps: components["schemas"]["ClusterStepOutput"][];
             verl_estimate: components["schemas"]["VerlEstimateOutput"];
+            /** @description Devices whose node is gone: nothing runs there until a node joins again. */
+            lost_devices: components["schemas"]["ClusterLostDeviceOutput"][];
         };
         /** @description JSON upload; a multipart upload sends ``file`` (and optionally ``name``) instead. */
         DatasetCreateInput: {

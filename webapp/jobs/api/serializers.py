@@ -217,6 +217,13 @@ class VerlEstimateOutput(serializers.Serializer):
     note = serializers.CharField(allow_null=True, help_text="Why there is no estimate, when there is none.")
 
 
+class ClusterLostDeviceOutput(serializers.Serializer):
+    device = serializers.IntegerField()
+    node = serializers.IntegerField(help_text="The node of the engine's cluster it belongs to.")
+    reason = serializers.CharField(help_text="Why it is lost (its Ray node left the cluster).")
+    since_s = serializers.FloatField(help_text="Engine seconds: when the engine marked it lost.")
+
+
 class ClusterTimelineOutput(serializers.Serializer):
     now_s = serializers.FloatField(help_text="The engine's clock.")
     since_s = serializers.FloatField()
@@ -226,3 +233,6 @@ class ClusterTimelineOutput(serializers.Serializer):
     spans = ClusterSpanOutput(many=True)
     steps = ClusterStepOutput(many=True, help_text="Steps finished in the window, oldest first.")
     verl_estimate = VerlEstimateOutput()
+    lost_devices = ClusterLostDeviceOutput(
+        many=True, help_text="Devices whose node is gone: nothing runs there until a node joins again."
+    )
