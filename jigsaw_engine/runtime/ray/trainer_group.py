@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
 import ray
 import torch
-from ray.exceptions import RayActorError
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from jigsaw_engine.errors import WorkerLostError
 from jigsaw_engine.models.compute import resolve_compute_device
@@ -37,6 +38,8 @@ from jigsaw_engine.train.token_batch import TokenBatch
 
 COLLECTIVE_TIMEOUT_S = 300.0
 """How long a rank waits in a collective for the others (a lost rank fails the rest in time)."""
+PEER_DEATH_WAIT_S = 10.0
+"""How long a failed collective waits for Ray to report a rank's process dead."""
 CRITIC_PREFIX = "critic."
 
 
@@ -203,6 +206,12 @@ class TrainerGroup:
             return list(ray.get(refs))
         except RayActorError as exc:
             raise WorkerLostError(f"a trainer rank's process died ({type(exc).__name__})") from exc
+        except RayTaskError as exc:
+            # A peer's death reaches the survivors first as a broken connection inside the
+            # collective, often before Ray reports the dead process: that is the loss to raise.
+            if _a_rank_died(refs):
+                raise WorkerLostError("a trainer rank's process died (its peers lost the collective)") from exc
+            raise
 
     def call_all(self, method: str, *args: Any) -> Any:
         """``method`` on every rank at once (a collective); rank 0's answer."""
@@ -268,3 +277,17 @@ class CriticGroup:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._group.call_all(CRITIC_PREFIX + "load_state_dict", state)
+
+
+def _a_rank_died(refs: list[Any]) -> bool:
+    """Whether any rank's call ended because its process died (waiting up to
+    :data:`PEER_DEATH_WAIT_S` for Ray to tell)."""
+    deadline = time.monotonic() + PEER_DEATH_WAIT_S
+    for ref in refs:
+        try:
+            ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
+        except RayActorError:
+            return True
+        except (RayTaskError, GetTimeoutError):
+            continue
+    return False
