@@ -83,7 +83,7 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
 
 
 def test_a_real_run_on_declared_gpus_runs_each_sub_stage_on_the_gpus_it_was_placed_on(
-    ray_cluster, tmp_path: Path
+    ray_cluster, tiny_policy_cache: Path
 ) -> None:
     assert not torch.cuda.is_available(), "this test stands in for GPUs; on a GPU host run scripts/gpu_check.py"
     assert resolve_compute_device().kind == "cpu"
@@ -96,7 +96,7 @@ def test_a_real_run_on_declared_gpus_runs_each_sub_stage_on_the_gpus_it_was_plac
     executors: list[RecordingExecutor] = []
 
     def make_executor(specs: Mapping[str, Mapping[str, Any]], train_parts: int, cluster: ClusterSpec) -> Any:
-        options = RealJobOptions(warmup_steps=40, cache_dir=tmp_path, rollout_engine="torch")
+        options = RealJobOptions(warmup_steps=40, cache_dir=tiny_policy_cache, rollout_engine="torch")
         executors.append(RecordingExecutor(specs, train_parts=train_parts, options=options, cluster=cluster))
         return executors[-1]
 

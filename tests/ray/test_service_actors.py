@@ -38,11 +38,11 @@ def environment_processes() -> set[int]:
     return processes("EnvironmentActor")
 
 
-def real_engine(tmp_path: Path) -> EngineHost:
+def real_engine(tmp_path: Path, policies: Path) -> EngineHost:
     config = EngineConfig.from_mapping(
         {"num_nodes": 1, "devices_per_node": 2, "device_type": "cpu"},
         mode="real",
-        real_cache_dir=str(tmp_path / "policies"),
+        real_cache_dir=str(policies),
         real_checkpoint_dir=str(tmp_path / "checkpoints"),
     )
     return start_local_engine(config, pipeline_actors=True)
@@ -63,10 +63,12 @@ def steps_reported(engine: EngineHost, pipeline_id: str) -> list[int]:
     return [e.data["step"] for e in events if e.pipeline_id == pipeline_id and e.kind is EventKind.METRICS]
 
 
-def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_cluster, tmp_path: Path) -> None:
+def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(
+    ray_cluster, tmp_path: Path, tiny_policy_cache: Path
+) -> None:
     before, rollouts_before, envs_before = pipeline_processes(), rollout_processes(), environment_processes()
     cpus_before = all_cpus_free()
-    engine = real_engine(tmp_path)
+    engine = real_engine(tmp_path, tiny_policy_cache)
     try:
         engine.submit("math", tiny_spec("math", steps=2))
         engine.submit("refine", tiny_spec("refine", workload="aime_refine", steps=2, seed=1))
@@ -99,10 +101,10 @@ def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(ray_
 
 @pytest.mark.parametrize("victim", ["PipelineActor", "RolloutEngineActor"])
 def test_a_job_whose_process_is_killed_mid_step_is_handed_back_and_resumes_from_its_checkpoint(
-    ray_cluster, tmp_path: Path, victim: str
+    ray_cluster, tmp_path: Path, tiny_policy_cache: Path, victim: str
 ) -> None:
     before = processes(victim)
-    engine = real_engine(tmp_path)
+    engine = real_engine(tmp_path, tiny_policy_cache)
     try:
         engine.submit("math", tiny_spec("math", steps=4))
         wait_for(lambda: steps_reported(engine, "math"), what="the first step")
@@ -129,7 +131,7 @@ def test_a_job_whose_process_is_killed_mid_step_is_handed_back_and_resumes_from_
 
 
 def test_a_job_the_ray_cluster_has_no_room_for_fails_saying_why(
-    ray_cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ray_cluster, tmp_path: Path, tiny_policy_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The engine plans three cores; the session's Ray cluster has two. The job fails with the
     fix in its reason (it is not left waiting on Ray), and nothing stays reserved."""
@@ -140,7 +142,7 @@ def test_a_job_the_ray_cluster_has_no_room_for_fails_saying_why(
     config = EngineConfig.from_mapping(
         {"num_nodes": 1, "devices_per_node": 3, "device_type": "cpu"},
         mode="real",
-        real_cache_dir=str(tmp_path / "policies"),
+        real_cache_dir=str(tiny_policy_cache),
         real_checkpoint_dir=str(tmp_path / "checkpoints"),
     )
     engine = start_local_engine(config, pipeline_actors=True)

@@ -29,13 +29,15 @@ def rank_processes() -> int:
     return len(rank_pids())
 
 
-def test_a_job_asking_two_devices_trains_across_two_processes_as_one_would(ray_cluster, tmp_path: Path) -> None:
+def test_a_job_asking_two_devices_trains_across_two_processes_as_one_would(
+    ray_cluster, tiny_policy_cache: Path
+) -> None:
     spec = parse_pipeline_spec(tiny_spec("math", num_gpus=2, steps=2))
     parts = graph_config_for("jigsaw").train_minibatches
     before = rank_processes()
-    one = build_real_pipeline(spec, train_parts=parts, options=RealJobOptions(cache_dir=tmp_path))
+    one = build_real_pipeline(spec, train_parts=parts, options=RealJobOptions(cache_dir=tiny_policy_cache))
     group = build_real_pipeline(
-        spec, train_parts=parts, options=RealJobOptions(cache_dir=tmp_path, train_across_devices=True)
+        spec, train_parts=parts, options=RealJobOptions(cache_dir=tiny_policy_cache, train_across_devices=True)
     )
     trainer = group.job.trainer
     try:
@@ -56,13 +58,13 @@ def test_a_job_asking_two_devices_trains_across_two_processes_as_one_would(ray_c
 
 
 def test_a_ppo_job_across_two_processes_shards_its_critic_there_and_learns_as_one_process(
-    ray_cluster, tmp_path: Path
+    ray_cluster, tiny_policy_cache: Path
 ) -> None:
     spec = parse_pipeline_spec({**tiny_spec("math", num_gpus=2, steps=2), "algorithm": "ppo"})
     parts = graph_config_for("jigsaw").train_minibatches
-    one = build_real_pipeline(spec, train_parts=parts, options=RealJobOptions(cache_dir=tmp_path))
+    one = build_real_pipeline(spec, train_parts=parts, options=RealJobOptions(cache_dir=tiny_policy_cache))
     group = build_real_pipeline(
-        spec, train_parts=parts, options=RealJobOptions(cache_dir=tmp_path, train_across_devices=True)
+        spec, train_parts=parts, options=RealJobOptions(cache_dir=tiny_policy_cache, train_across_devices=True)
     )
     trainer = group.job.trainer
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,7 +23,11 @@ from jigsaw_engine.sched.registry import make_scheduler, real_graph_config_for
 from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 
-FAST = RealJobOptions(warmup_steps=40)
+
+@pytest.fixture()
+def fast(tiny_policy_cache: Path) -> RealJobOptions:
+    """A short warm-up, built once per session."""
+    return RealJobOptions(warmup_steps=40, cache_dir=tiny_policy_cache)
 
 
 def tiny_spec(name: str, *, workload: str = "gsm8k", num_gpus: int = 1, steps: int = 2, seed: int = 0) -> dict:
@@ -56,14 +61,14 @@ def run_scheduled(pipeline: RealPipeline, spec: dict, policy: str) -> ClusterCon
     return controller
 
 
-def test_scheduled_sub_stages_train_exactly_like_plain_steps():
+def test_scheduled_sub_stages_train_exactly_like_plain_steps(fast):
     """Two workers, the update cut into the graph's four train sub-stages, run in the order the
     Jigsaw scheduler picks on the wall clock: the same rewards and the same final weights as
     calling run_step twice. The schedule changes when work runs, never what is learned."""
     spec = parse_pipeline_spec(tiny_spec("arith", num_gpus=2))
     graph_config = real_graph_config_for("jigsaw")
-    scheduled = build_real_pipeline(spec, train_parts=graph_config.train_minibatches, options=FAST)
-    plain = build_real_pipeline(spec, train_parts=1, options=FAST)
+    scheduled = build_real_pipeline(spec, train_parts=graph_config.train_minibatches, options=fast)
+    plain = build_real_pipeline(spec, train_parts=1, options=fast)
     expected = [plain.job.run_step() for _ in range(2)]
 
     controller = run_scheduled(scheduled, tiny_spec("arith", num_gpus=2), "jigsaw")
@@ -170,11 +175,11 @@ def test_jigsaw_run_rejects_a_workload_it_cannot_run_with_field_paths(tmp_path, 
     assert main(["run", "--workload", str(path), "--policies", "fastest"]) == 2
 
 
-def test_a_failing_sub_stage_is_reported_with_its_task_and_cause():
+def test_a_failing_sub_stage_is_reported_with_its_task_and_cause(fast):
     from jigsaw_engine.graph.substage import ResourceClass, SubStage, SubStageKind
     from jigsaw_engine.tasks import Task
 
-    pipeline = build_real_pipeline(parse_pipeline_spec(tiny_spec("arith")), train_parts=1, options=FAST)
+    pipeline = build_real_pipeline(parse_pipeline_spec(tiny_spec("arith")), train_parts=1, options=fast)
     executor = ThreadExecutor({"arith": pipeline})
     runtime = RealRuntime(executor)
     # A node of step 5 while the job is at step 0: a synchronous job refuses to roll it out.
@@ -190,25 +195,25 @@ def test_a_failing_sub_stage_is_reported_with_its_task_and_cause():
     assert "staleness 0 allows at most 0" in error
 
 
-def test_a_pipeline_on_vllm_learns_exactly_what_it_learns_on_the_torch_engine():
+def test_a_pipeline_on_vllm_learns_exactly_what_it_learns_on_the_torch_engine(fast):
     """Sampling is portable across engines, so the rollout engine is an implementation detail:
     two steps on vLLM give the rewards of two steps on the torch engine."""
     pytest.importorskip("vllm", reason="vLLM is not installed: pip install -e .[rollout-cpu]")
     spec = parse_pipeline_spec(tiny_spec("arith", num_gpus=2))
-    on_torch = build_real_pipeline(spec, train_parts=1, options=FAST)
-    on_vllm = build_real_pipeline(spec, train_parts=1, options=replace(FAST, rollout_engine="vllm"))
+    on_torch = build_real_pipeline(spec, train_parts=1, options=fast)
+    on_vllm = build_real_pipeline(spec, train_parts=1, options=replace(fast, rollout_engine="vllm"))
     assert type(on_vllm.job.engines[0]).__name__ == "VllmRolloutEngine"
     torch_scores = [on_torch.run_step()[names.SCORE_MEAN] for _ in range(2)]
     vllm_scores = [on_vllm.run_step()[names.SCORE_MEAN] for _ in range(2)]
     assert vllm_scores == torch_scores
 
 
-def test_a_users_jsonl_dataset_trains_and_a_bad_row_is_named_by_file_and_line(tmp_path, capsys):
+def test_a_users_jsonl_dataset_trains_and_a_bad_row_is_named_by_file_and_line(tmp_path, capsys, fast):
     rows = [{"prompt": f"Compute {a}+{b}.", "answer": str(a + b)} for a in range(5) for b in range(5)]
     good = tmp_path / "mine.jsonl"
     good.write_text("".join(json.dumps(r) + "\n" for r in rows))
     spec = {**tiny_spec("mine"), "data": {"train_batch_size": 4, "train_files": str(good), "grader": "numeric"}}
-    pipeline = build_real_pipeline(parse_pipeline_spec(spec), train_parts=1, options=FAST)
+    pipeline = build_real_pipeline(parse_pipeline_spec(spec), train_parts=1, options=fast)
     assert pipeline.job.env.name == "jsonl" and len(pipeline.job.env.dataset()) == 25
     metrics = pipeline.run_step()
     assert metrics[names.RESPONSE_LENGTH_MEAN] > 0
@@ -226,7 +231,7 @@ def test_a_users_jsonl_dataset_trains_and_a_bad_row_is_named_by_file_and_line(tm
     assert f'{bad}:2: missing field "answer"' in capsys.readouterr().err
 
 
-def test_a_pipeline_grown_onto_a_spare_core_runs_its_steps_wider_and_learns_the_same():
+def test_a_pipeline_grown_onto_a_spare_core_runs_its_steps_wider_and_learns_the_same(fast):
     """One core asked for on a two-core cluster, and an engine built per core: once the
     scheduler grows the pipeline's home onto the idle core (greedy grows a lone pipeline's home
     from its second step; jigsaw does when its step profile says the width pays), its steps
@@ -235,9 +240,9 @@ def test_a_pipeline_grown_onto_a_spare_core_runs_its_steps_wider_and_learns_the_
     spec = parse_pipeline_spec(tiny_spec("arith", num_gpus=1, steps=3))
     graph_config = real_graph_config_for("jigsaw")
     scheduled = build_real_pipeline(
-        spec, train_parts=graph_config.train_minibatches, options=replace(FAST, rollout_workers=2)
+        spec, train_parts=graph_config.train_minibatches, options=replace(fast, rollout_workers=2)
     )
-    plain = build_real_pipeline(spec, train_parts=1, options=FAST)
+    plain = build_real_pipeline(spec, train_parts=1, options=fast)
     expected = [plain.job.run_step() for _ in range(3)]
 
     controller = run_scheduled(scheduled, tiny_spec("arith", num_gpus=1, steps=3), "greedy")

@@ -16,9 +16,9 @@ from tests.train.test_real_runtime import tiny_spec
 
 
 @pytest.fixture(scope="module")
-def policy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Warmed-up tiny policies, built once for this module (the warm-up is the slow part)."""
-    return tmp_path_factory.mktemp("policies")
+def policy_cache(tiny_policy_cache: Path) -> Path:
+    """Warmed-up tiny policies, shared with the session (the warm-up is the slow part)."""
+    return tiny_policy_cache
 
 
 def wait_until_ended(engine: EngineHost, pipeline_ids: set[str], timeout_s: float = 180) -> list:
