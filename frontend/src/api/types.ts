@@ -207,6 +207,16 @@ export interface VerlEstimate {
   note: string | null;
 }
 
+/** A device whose node left the cluster: nothing is placed there until a node joins again. */
+export interface LostDevice {
+  device: number;
+  /** The node of the engine's cluster it belongs to. */
+  node: number;
+  reason: string;
+  /** Engine seconds: when the engine marked it lost. */
+  since_s: number;
+}
+
 /** GET /cluster/timeline?window_s=: the last `window_s` of the engine's clock. */
 export interface ClusterTimeline {
   now_s: number;
@@ -218,6 +228,7 @@ export interface ClusterTimeline {
   spans: ClusterSpan[];
   steps: ClusterStep[];
   verl_estimate: VerlEstimate;
+  lost_devices: LostDevice[];
 }
 
 // -- datasets and grader dry runs --------------------------------------------------------

@@ -17,6 +17,7 @@ import {
   KIND_GROUPS,
   kindLegend,
   legendJobs,
+  lostNodeLines,
   OTHER_TENANT_LABEL,
   utilisation,
   viewStart,
@@ -95,6 +96,19 @@ export function ClusterPage() {
               {timeline.num_devices} × {timeline.device_type.toUpperCase()} · engine time {formatSeconds(timeline.now_s)}{' '}
               · {timeline.spans.length} sub-stages in the last {formatSeconds(timeline.now_s - timeline.since_s)}
             </p>
+            {timeline.lost_devices.length > 0 && (
+              <div className="cluster-lost" role="alert" data-testid="cluster-lost">
+                <strong>Devices lost.</strong> Nothing is placed on them until a node joins again; the jobs that ran
+                there resume from their checkpoints on what remains, or wait.
+                <ul>
+                  {lostNodeLines(timeline.lost_devices, timeline.now_s).map((line) => (
+                    <li key={line} data-testid="cluster-lost-node">
+                      {line}
+                    </li>
+                  ))}
+                </ul>
+              </div>
+            )}
             <TimelineChart timeline={timeline} />
             {timeline.spans.length === 0 && (
               <p className="muted" data-testid="cluster-empty">

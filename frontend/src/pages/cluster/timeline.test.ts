@@ -8,6 +8,7 @@ import {
   kindInfo,
   layoutRows,
   legendJobs,
+  lostNodeLines,
   moveFocus,
   OTHER_COLOR,
   OTHER_TENANT_LABEL,
@@ -180,5 +181,23 @@ describe('viewStart', () => {
     expect(viewStart(-270, [span({ start_s: 2 })])).toBe(0);
     expect(viewStart(-270, [span({ start_s: -5 })])).toBe(-5);
     expect(viewStart(-270, [])).toBe(0);
+  });
+});
+
+describe('lostNodeLines', () => {
+  const reason = 'engine node 1 lost: Ray node 5d74 left the cluster';
+  it('says nothing when every node is there', () => {
+    expect(lostNodeLines([], 100)).toEqual([]);
+  });
+  it('gives one line per lost node, its devices in order, since the first was lost', () => {
+    const lost = [
+      { device: 3, node: 1, reason, since_s: 40 },
+      { device: 2, node: 1, reason, since_s: 38 },
+      { device: 4, node: 2, reason: 'engine node 2 lost', since_s: 95 },
+    ];
+    expect(lostNodeLines(lost, 100)).toEqual([
+      `Node 1 lost 1 min 2 s ago (devices 2, 3): ${reason}`,
+      'Node 2 lost 5 s ago (device 4): engine node 2 lost',
+    ]);
   });
 });

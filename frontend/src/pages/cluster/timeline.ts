@@ -1,4 +1,4 @@
-import type { ClusterSpan } from '../../api/types';
+import type { ClusterSpan, LostDevice } from '../../api/types';
 
 /** The windows of engine time the page offers, in engine seconds. */
 export const WINDOWS: readonly { seconds: number; label: string }[] = [
@@ -231,6 +231,20 @@ export function legendJobs(spans: readonly ClusterSpan[]): LegendJob[] {
   return [...byKey.values()].sort(
     (a, b) => Number(a.job === null) - Number(b.job === null) || a.name.localeCompare(b.name) || a.key.localeCompare(b.key),
   );
+}
+
+/** One line per lost node, its devices listed: what an operator reads first on the page. */
+export function lostNodeLines(lost: readonly LostDevice[], now: number): string[] {
+  const byNode = new Map<number, LostDevice[]>();
+  for (const d of lost) byNode.set(d.node, [...(byNode.get(d.node) ?? []), d]);
+  return [...byNode.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([node, devices]) => {
+      const ids = devices.map((d) => d.device).sort((a, b) => a - b);
+      const since = Math.min(...devices.map((d) => d.since_s));
+      const what = ids.length === 1 ? `device ${ids[0]}` : `devices ${ids.join(', ')}`;
+      return `Node ${node} lost ${formatSeconds(now - since)} ago (${what}): ${devices[0]!.reason}`;
+    });
 }
 
 /** Engine seconds as "45 s", "3 min 20 s", "1 h 5 min". */
