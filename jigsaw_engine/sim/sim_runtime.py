@@ -45,12 +45,6 @@ class _Running:
     def eta_s(self, now_s: float) -> float:
         return now_s + self.setup_left_s + self.work_left_s / self.rate
 
-    def run_for(self, dt: float) -> None:
-        self.share_time += self.share * dt
-        setup = min(dt, self.setup_left_s)
-        self.setup_left_s -= setup
-        self.work_left_s = max(0.0, self.work_left_s - (dt - setup) * self.rate)
-
 
 class SimRuntime:
     def __init__(self, num_devices: int, interference: InterferenceTable | None = None) -> None:
@@ -74,7 +68,7 @@ class SimRuntime:
             raise ValueError(f"share must be in (0, 1], got {task.share}")
         if task.task_id in self._running:
             raise ValueError(f"{task.task_id} is already running")
-        load = self.device_load()
+        load = self._load  # read only here (device_load() copies it)
         for d in task.devices:
             if not 0 <= d < self.num_devices:
                 raise ValueError(f"device {d} does not exist (cluster has {self.num_devices})")
@@ -96,7 +90,10 @@ class SimRuntime:
 
     def next_event_s(self) -> float | None:
         if not self._next_valid:
-            self._next = min((r.eta_s(self._now_s) for r in self._running.values()), default=None)
+            now = self._now_s  # r.eta_s(now), inlined: this is the simulator's hottest loop
+            self._next = min(
+                (now + r.setup_left_s + r.work_left_s / r.rate for r in self._running.values()), default=None
+            )
             self._next_valid = True
         return self._next
 
@@ -108,8 +105,10 @@ class SimRuntime:
             if nxt > time_s:
                 break
             self._run_until(nxt)
+            due = nxt + TIME_EPSILON
             done = sorted(
-                (r for r in self._running.values() if r.eta_s(nxt) <= nxt + TIME_EPSILON), key=lambda r: r.seq
+                (r for r in self._running.values() if nxt + r.setup_left_s + r.work_left_s / r.rate <= due),
+                key=lambda r: r.seq,
             )
             for r in done:
                 self._remove(r.task)
@@ -145,8 +144,13 @@ class SimRuntime:
     def _run_until(self, time_s: float) -> None:
         dt = time_s - self._now_s
         if dt > 0:
-            for r in self._running.values():
-                r.run_for(dt)
+            for r in self._running.values():  # inlined: called for every running task at every event
+                r.share_time += r.share * dt
+                left = r.setup_left_s
+                setup = left if left < dt else dt  # min(dt, left)
+                r.setup_left_s = left - setup
+                work = r.work_left_s - (dt - setup) * r.rate
+                r.work_left_s = work if work > 0.0 else 0.0  # max(0.0, work)
         self._now_s = time_s
 
     def _remove(self, task: Task) -> None:
