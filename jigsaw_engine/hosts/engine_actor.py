@@ -25,6 +25,8 @@ from jigsaw_engine.spec.cluster import ClusterSpec
 
 ACTOR_NAME = "jigsaw-engine"
 NAMESPACE = "jigsaw"
+HEAD_NODE_RESOURCE = "node:__internal_head__"
+"""The resource Ray gives the head node alone."""
 
 
 class EngineUnavailableError(JigsawError, ConnectionError):
@@ -107,6 +109,9 @@ class RayEngineClient:
                 namespace=NAMESPACE,
                 lifetime="detached",
                 get_if_exists=True,
+                # On the head node, as Ray's own bookkeeping actors are: a worker node that
+                # goes must cost the engine its devices there, never the engine itself.
+                resources={HEAD_NODE_RESOURCE: 0.001},
             ).remote(dict(self._actor_config))
         return self._actor
 
