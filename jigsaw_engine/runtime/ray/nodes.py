@@ -106,12 +106,17 @@ def avoiding(placement: DevicePlacement, lost_nodes: set[int] | dict[int, str]) 
     return moved
 
 
+def live_node_resources() -> list[dict[str, float]]:
+    """Each live Ray node's total resources (free or not)."""
+    return [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+
+
 def missing_nodes(cluster: ClusterSpec, bundle: dict[str, float]) -> str:
     """Why Ray's live nodes cannot hold one group per engine node although some node can hold
     one (empty: they can, free or not, or no node can: a node too small is another error). A
     node that never joined is named at once, not after a wait."""
     per_group = {name: amount * cluster.devices_per_node for name, amount in bundle.items()}
-    alive = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    alive = live_node_resources()
     fits = [min(math.floor(float(r.get(name, 0.0)) / need) for name, need in per_group.items()) for r in alive]
     holds = sum(fits)
     if holds >= cluster.num_nodes or not any(fits):

@@ -33,7 +33,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from jigsaw_engine.errors import FieldError, SpecError
 from jigsaw_engine.models.compute import resolve_compute_device
-from jigsaw_engine.runtime.ray.nodes import missing_nodes
+from jigsaw_engine.runtime.ray.nodes import live_node_resources, missing_nodes
 from jigsaw_engine.spec.cluster import ClusterSpec
 
 ACTOR_SHARE = 1 / 64
@@ -188,7 +188,7 @@ def _gpu_ids_here() -> list[str]:
 def _missing_on_every_node(bundle: dict[str, float], count: int) -> str:
     """What the fullest live Ray node lacks of ``count`` bundles (empty: some node can hold
     them, free or not): a plan no node could ever hold is refused without waiting."""
-    totals = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
+    totals = live_node_resources()
     if not totals:
         return ""
     gaps = []
