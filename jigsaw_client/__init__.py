@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from jigsaw_client.client import DEFAULT_URL, JigsawClient
     from jigsaw_client.errors import ApiError, ClientError, ConnectionFailed
+    from jigsaw_client.estimates import JobEstimate
     from jigsaw_client.models import TERMINAL_STATUSES, Job, JobEvent, LogLine, LogPage, Quota
 
 # Loaded on first use: the ``jigsaw`` console script imports ``jigsaw_client.entry`` in
@@ -29,6 +30,7 @@ _EXPORTS = {
     "ConnectionFailed": "errors",
     "TERMINAL_STATUSES": "models",
     "Job": "models",
+    "JobEstimate": "estimates",
     "JobEvent": "models",
     "LogLine": "models",
     "LogPage": "models",
@@ -43,6 +45,7 @@ __all__ = [
     "ConnectionFailed",
     "JigsawClient",
     "Job",
+    "JobEstimate",
     "JobEvent",
     "LogLine",
     "LogPage",

@@ -1,6 +1,7 @@
 """``jigsaw jobs``: submit, watch and manage jobs on a JigsawRL server.
 
     jigsaw jobs submit spec.yaml --name gsm8k --watch
+    jigsaw jobs submit spec.yaml --estimate
     jigsaw jobs list --status queued,running
     jigsaw jobs get JOB_ID
     jigsaw jobs logs JOB_ID -f
@@ -26,6 +27,7 @@ from typing import Any
 from jigsaw_client import render
 from jigsaw_client.client import DEFAULT_URL, JigsawClient
 from jigsaw_client.errors import ApiError, ClientError
+from jigsaw_client.estimates import estimate_text
 from jigsaw_client.follow import follow_events, follow_logs
 from jigsaw_client.models import Job
 from jigsaw_client.spec_file import SpecFileError, load_spec
@@ -37,12 +39,23 @@ Command = Callable[[JigsawClient, argparse.Namespace], int]
 
 
 def _submit(client: JigsawClient, args: argparse.Namespace) -> int:
+    if args.estimate:
+        return _estimate(client, args)
     job = client.submit_job(load_spec(args.spec), name=args.name)
     if args.json and not args.watch:
         _print_json(job)
         return EXIT_OK
     print(f"submitted job {job['id']} ({job['name']}): {render.status_text(job)}", flush=True)
     return _watch_job(client, job) if args.watch else EXIT_OK
+
+
+def _estimate(client: JigsawClient, args: argparse.Namespace) -> int:
+    estimate = client.estimate_job(load_spec(args.spec), name=args.name)
+    if args.json:
+        _print_json(estimate)
+    else:
+        print(estimate_text(estimate))
+    return EXIT_FAILED if estimate["blocked"] else EXIT_OK
 
 
 def _watch(client: JigsawClient, args: argparse.Namespace) -> int:
@@ -143,6 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="", help="the job's name (default: the server's choice)")
     p.add_argument("--watch", action="store_true", help="show progress until the job ends; exit 1 unless it succeeds")
     p.add_argument("--json", action="store_true", help="print the created job as JSON (without --watch)")
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print what it would take, cost and wait, and submit nothing; exit 1 if a quota or budget would block it",
+    )
     p = command("watch", _watch, "show a job's progress until it ends; exit 1 unless it succeeds")
     p.add_argument("job_id", type=_job_id)
     p = command("list", _list, "the tenant's jobs, newest first")

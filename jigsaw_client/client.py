@@ -20,6 +20,7 @@ import httpx
 
 from jigsaw_client import routes
 from jigsaw_client.errors import ApiError, ConnectionFailed, UnexpectedResponse
+from jigsaw_client.estimates import JobEstimate
 from jigsaw_client.models import EventPage, Job, JobEvent, JobPage, LogPage, Quota
 from jigsaw_client.routes import Route
 
@@ -88,6 +89,12 @@ class JigsawClient:
         key = idempotency_key or str(uuid.uuid4())
         body = {"name": name, "spec": dict(spec)}
         return cast(Job, self._call(routes.JOB_SUBMIT, body=body, headers={"Idempotency-Key": key}))
+
+    def estimate_job(self, spec: Mapping[str, Any], *, name: str = "") -> JobEstimate:
+        """What submitting ``spec`` now would take, cost and meet (the simulator's forecast on
+        the server's cluster, the queue wait, what quota or budget would block it); nothing is
+        created. A bad spec raises the ``ApiError`` a submit would."""
+        return cast(JobEstimate, self._call(routes.JOB_ESTIMATE, body={"name": name, "spec": dict(spec)}))
 
     def list_jobs(self, *, statuses: Sequence[str] = (), page_size: int | None = None) -> Iterator[Job]:
         """The tenant's jobs, newest first, fetching further pages as the caller iterates."""

@@ -24,13 +24,23 @@ class Route:
 
 JOBS_LIST = Route("GET", "/api/v1/jobs", retry_safe=True)
 JOB_SUBMIT = Route("POST", "/api/v1/jobs", retry_safe=True)
+JOB_ESTIMATE = Route("POST", "/api/v1/jobs/estimate", retry_safe=True)  # creates nothing
 JOB_GET = Route("GET", "/api/v1/jobs/{id}", retry_safe=True)
 JOB_CANCEL = Route("POST", "/api/v1/jobs/{id}/cancel", retry_safe=False)
 JOB_LOGS = Route("GET", "/api/v1/jobs/{id}/logs", retry_safe=True)
 JOB_EVENTS = Route("GET", "/api/v1/jobs/{id}/events", retry_safe=True)
 QUOTA = Route("GET", "/api/v1/quota", retry_safe=True)
 
-API_ROUTES: tuple[Route, ...] = (JOBS_LIST, JOB_SUBMIT, JOB_GET, JOB_CANCEL, JOB_LOGS, JOB_EVENTS, QUOTA)
+API_ROUTES: tuple[Route, ...] = (
+    JOBS_LIST,
+    JOB_SUBMIT,
+    JOB_ESTIMATE,
+    JOB_GET,
+    JOB_CANCEL,
+    JOB_LOGS,
+    JOB_EVENTS,
+    QUOTA,
+)
 
 # The schema does not list itself.
 SCHEMA = Route("GET", "/api/v1/schema", retry_safe=True)

@@ -29,6 +29,7 @@ __all__ = [
     "check_dataset_text",
     "connect_ray_engine",
     "failpoint",
+    "forecast_job",
     "list_presets",
     "resolve_spec",
     "start_local_engine",
@@ -130,6 +131,25 @@ def list_presets(*, mode: EngineMode = "simulated", model_roots: Sequence[str] =
     for each checkpoint in ``model_roots``."""
     chosen = [*REAL_PRESETS, *checkpoint_presets(model_roots)] if mode == "real" else PRESETS
     return [{"name": p.name, "title": p.title, "spec": dict(p.spec)} for p in chosen]
+
+
+def forecast_job(spec: Mapping[str, Any], cluster: ClusterSpec, *, mode: EngineMode = "simulated") -> dict[str, Any]:
+    """What a valid ``spec`` will take on ``cluster`` before it is submitted: the simulator's
+    forecast of its run alone (``control/job_forecast.py``), in plain numbers."""
+    from jigsaw_engine.control.job_forecast import forecast_job as simulate_forecast
+
+    found = simulate_forecast(parse_pipeline_spec(spec), cluster, real=mode == "real")
+    return {
+        "device_type": found.device_type,
+        "num_gpus": found.num_gpus,
+        "steps": found.steps,
+        "simulated_steps": found.simulated_steps,
+        "first_step_s": found.first_step_s,
+        "step_s": found.step_s,
+        "total_s": found.total_s,
+        "device_seconds": found.device_seconds,
+        "tokens_per_step": found.tokens_per_step,
+    }
 
 
 def connect_ray_engine(config: EngineConfig, *, address: str | None) -> EngineHost:

@@ -25,9 +25,16 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "created_at")
+    list_display = ("slug", "name", "gpu_hour_price", "created_at")
     search_fields = ("slug", "name")
     inlines = [QuotaInline, MembershipInline]
+
+    def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "gpu_hour_price" in form.changed_data:  # what estimates charge: audited
+            price = {"from": form.initial.get("gpu_hour_price"), "to": form.cleaned_data.get("gpu_hour_price")}
+            data = {"gpu_hour_price": {k: None if v is None else str(v) for k, v in price.items()}}
+            audit_record(tenant=obj, actor=request.user, action="tenant.price", target=obj.slug, data=data)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         tenant = form.instance

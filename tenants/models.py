@@ -11,6 +11,13 @@ class Tenant(models.Model):
     slug = models.SlugField(max_length=63, unique=True)
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(default=timezone.now)
+    gpu_hour_price = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="What one GPU-hour costs this tenant (estimates); empty: the service's GPU_HOUR_PRICE.",
+    )
 
     def __str__(self) -> str:
         return self.slug

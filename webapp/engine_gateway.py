@@ -7,6 +7,8 @@ types; nothing else imports ``jigsaw_engine``. One engine host per process: in-p
 
 from __future__ import annotations
 
+import functools
+import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ __all__ = [
     "describe_engine",
     "engine_host",
     "failpoint",
+    "forecast_job",
     "known_engine_id",
     "list_presets",
     "pause_pipeline",
@@ -215,3 +218,22 @@ def grader_answer_problem(*, grader: str, answer: str) -> str | None:
         return engine_api.grader_answer_problem(grader, answer)
     except engine_api.SpecError as exc:
         raise ValueError("; ".join(e.message for e in exc.errors)) from exc
+
+
+# -- a job's forecast before it is submitted ---------------------------------------------------
+
+
+def forecast_job(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The simulator's forecast of a valid spec alone on the engine's cluster: ``step_s``,
+    ``total_s`` (engine seconds), ``device_seconds`` (as billed), ``steps``, ``num_gpus``...
+    Deterministic for a spec and a configuration, so recent answers are kept: the submit form
+    asks again at each edit, and the queue estimate asks for every job ahead."""
+    config = _config()
+    key = (json.dumps(spec, sort_keys=True, default=str), config)
+    return dict(_cached_forecast(key))
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_forecast(key: tuple[str, engine_api.EngineConfig]) -> Mapping[str, Any]:
+    spec, config = json.loads(key[0]), key[1]
+    return engine_api.forecast_job(spec, config.cluster, mode=config.mode)

@@ -194,6 +194,10 @@ ENGINE_REAL_CHECKPOINT_DIR = env_str("ENGINE_REAL_CHECKPOINT_DIR", str(BASE_DIR 
 # elsewhere is refused at submit, before the server reads anything under it.
 ENGINE_MODEL_ROOTS = env_list("ENGINE_MODEL_ROOTS", [str(BASE_DIR / "var" / "models")])
 DATASETS_DIR = env_str("DATASETS_DIR", str(BASE_DIR / "var" / "datasets"))  # <dir>/<tenant id>/<dataset id>.jsonl
+# What one GPU-hour costs a tenant whose own price (Tenant.gpu_hour_price) is empty: the job
+# estimate's cost. A price per service, not per device type: a service runs one device type.
+GPU_HOUR_PRICE = env_float("GPU_HOUR_PRICE", 2.50)
+BILLING_CURRENCY = env_str("BILLING_CURRENCY", "USD")
 
 # -- auth, API ------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
