@@ -18,6 +18,7 @@ JobStatus = Literal[
     "cancelled",
 ]
 TERMINAL_STATUSES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+EngineMode = Literal["simulated", "real"]
 
 
 class Progress(TypedDict):
@@ -32,6 +33,7 @@ class Job(TypedDict):
     status: JobStatus
     status_reason: str
     failure_class: str
+    engine_mode: EngineMode
     queue_position: int | None
     progress: Progress
     num_gpus: int

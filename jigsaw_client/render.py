@@ -11,6 +11,9 @@ from jigsaw_client.models import Job, JobEvent, LogLine, Quota
 # The reward figure to show, first found wins (verl's names; the simulator reports none).
 REWARD_METRICS = ("critic/rewards/mean", "critic/score/mean", "reward")
 
+SIMULATED_MEANING = "timings and throughput from the cost model; no weights, samples or rewards were produced"
+"""What a simulated run is, said wherever one is shown: it looks like a trained one otherwise."""
+
 
 def short_time(iso: str | None) -> str:
     """``2026-11-02 14:03:07`` in local time, or ``-``."""
@@ -33,13 +36,21 @@ def status_text(job: Job) -> str:
     return job["status"]
 
 
+def mode_text(job: Job) -> str:
+    if job["engine_mode"] == "simulated":
+        return f"simulated ({SIMULATED_MEANING})"
+    return "real (a model was trained)"
+
+
 def job_table(jobs: Iterable[Job]) -> str:
-    header = ("ID", "NAME", "STATUS", "STEP", "GPUS", "CREATED")
+    jobs = list(jobs)
+    header = ("ID", "NAME", "STATUS", "MODE", "STEP", "GPUS", "CREATED")
     rows = [
         (
             j["id"],
             j["name"],
             status_text(j),
+            j["engine_mode"],
             progress_text(j),
             f"{j['num_gpus']} {j['device_type']}".strip(),
             short_time(j["created_at"]),
@@ -50,7 +61,10 @@ def job_table(jobs: Iterable[Job]) -> str:
         return "no jobs"
     widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
     lines = ("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in (header, *rows))
-    return "\n".join(line.rstrip() for line in lines)
+    table = "\n".join(line.rstrip() for line in lines)
+    if any(j["engine_mode"] == "simulated" for j in jobs):
+        table += f"\n\nsimulated: {SIMULATED_MEANING}"
+    return table
 
 
 def job_detail(job: Job) -> str:
@@ -59,6 +73,7 @@ def job_detail(job: Job) -> str:
         ("id", job["id"]),
         ("name", job["name"]),
         ("status", status),
+        ("mode", mode_text(job)),
     ]
     if job["queue_position"] is not None:
         fields.append(("queue position", job["queue_position"]))

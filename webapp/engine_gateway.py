@@ -29,6 +29,7 @@ __all__ = [
     "cluster_timeline",
     "describe_engine",
     "engine_host",
+    "engine_mode",
     "failpoint",
     "forecast_job",
     "known_engine_id",
@@ -93,6 +94,12 @@ def cluster_capacity() -> tuple[str, int]:
     """(device type, number of devices) of the cluster the engine schedules."""
     cluster = _config().cluster
     return cluster.device_type, cluster.num_devices
+
+
+def engine_mode() -> str:
+    """``simulated`` (the cost model's clock, nothing trained) or ``real``: what a job submitted
+    now runs as."""
+    return _config().mode
 
 
 def validate_spec(spec: Any) -> list[SpecProblem]:

@@ -53,13 +53,19 @@ def test_submit_watch_until_success_then_list_get_and_logs(jigsaw: Any, spec_fil
     listed = jigsaw("jobs", "list", "--status", "succeeded", "--json")
     assert [j["id"] for j in json.loads(listed.out)] == [job_id]
     table = jigsaw("jobs", "list").out.splitlines()
-    assert table[0].split() == ["ID", "NAME", "STATUS", "STEP", "GPUS", "CREATED"]
-    assert table[1].split()[:5] == [job_id, "slice", "succeeded", "3/3", "2"]
+    assert table[0].split() == ["ID", "NAME", "STATUS", "MODE", "STEP", "GPUS", "CREATED"]
+    assert table[1].split()[:6] == [job_id, "slice", "succeeded", "simulated", "3/3", "2"]
+    assert (
+        table[-1]
+        == "simulated: timings and throughput from the cost model; no weights, samples or rewards were produced"
+    )
 
     shown = jigsaw("jobs", "get", job_id)
     assert shown.code == 0
     assert re.search(r"^status: +succeeded", shown.out, re.M) and re.search(r"^progress: +step 3/3$", shown.out, re.M)
-    assert json.loads(jigsaw("jobs", "get", job_id, "--json").out)["progress"] == {"step": 3, "total_steps": 3}
+    assert re.search(r"^mode: +simulated \(timings and throughput from the cost model; no weights", shown.out, re.M)
+    as_json = json.loads(jigsaw("jobs", "get", job_id, "--json").out)
+    assert as_json["progress"] == {"step": 3, "total_steps": 3} and as_json["engine_mode"] == "simulated"
 
     append_log_lines(job_id, ["loading qwen2.5-1.5b", "step 1 done"])
     logs = jigsaw("jobs", "logs", job_id)

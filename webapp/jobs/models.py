@@ -54,6 +54,13 @@ class FailureClass(models.TextChoices):
     TIMEOUT = "timeout"
 
 
+class EngineMode(models.TextChoices):
+    SIMULATED = "simulated"
+    """Timings and throughput come from the cost model; no model is trained."""
+    REAL = "real"
+    """Models are trained for real (tiny ones on this machine's cores, or on GPUs)."""
+
+
 class Job(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="jobs")
@@ -68,6 +75,12 @@ class Job(models.Model):
     device_type = models.CharField(max_length=32, default="", blank=True)
     priority = models.FloatField(default=1.0, help_text="Higher is admitted first (capped by the tenant's quota).")
     tags = models.JSONField(default=list, blank=True)
+    engine_mode = models.CharField(
+        max_length=16,
+        choices=EngineMode.choices,
+        default=EngineMode.SIMULATED,
+        help_text="The engine mode it was submitted under (the service's ENGINE_MODE then).",
+    )
     admitted_at = models.DateTimeField(
         null=True, blank=True, help_text="When admission gave it capacity; cleared when it pauses."
     )

@@ -434,6 +434,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/estimate/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description The simulator's forecast for a spec on the current cluster; nothing is created. Needs the
+         *     scope a submit needs (``jobs:write``): it is a submit's dry run.
+         */
+        post: operations["jobs_estimate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me": {
         parameters: {
             query?: never;
@@ -633,6 +653,13 @@ export interface components {
              * @description The engine's clock.
              */
             now_s: number;
+            /**
+             * @description The mode of the engine whose cluster this is. simulated: timings and throughput come from the cost model; no weights, samples or rewards were produced. real: a model was trained.
+             *
+             *     * `simulated` - Simulated
+             *     * `real` - Real
+             */
+            readonly engine_mode: components["schemas"]["EngineModeEnum"];
             /** Format: double */
             since_s: number;
             device_type: string;
@@ -649,6 +676,12 @@ export interface components {
             /** @description Devices whose node is gone: nothing runs there until a node joins again. */
             lost_devices: components["schemas"]["ClusterLostDeviceOutput"][];
         };
+        /**
+         * @description * `quota` - quota
+         *     * `budget` - budget
+         * @enum {string}
+         */
+        CodeEnum: "quota" | "budget";
         /** @description JSON upload; a multipart upload sends ``file`` (and optionally ``name``) instead. */
         DatasetCreateInput: {
             name: string;
@@ -703,6 +736,48 @@ export interface components {
             answer: string;
         };
         /**
+         * @description * `simulated` - Simulated
+         *     * `real` - Real
+         * @enum {string}
+         */
+        EngineModeEnum: "simulated" | "real";
+        EstimateCostOutput: {
+            /**
+             * Format: double
+             * @description gpu_hours x gpu_hour_price, rounded to cents.
+             */
+            amount: number;
+            currency: string;
+            /** Format: double */
+            gpu_hour_price: number;
+            /**
+             * @description The tenant's own price, or the service's GPU_HOUR_PRICE.
+             *
+             *     * `tenant` - tenant
+             *     * `default` - default
+             */
+            price_source: components["schemas"]["PriceSourceEnum"];
+        };
+        EstimateQueueOutput: {
+            /**
+             * Format: double
+             * @description Engine seconds until admission; null if it would never be admitted.
+             */
+            wait_s: number | null;
+            /** @description Queued jobs of equal or higher priority, every tenant's. */
+            jobs_ahead: number;
+            /** @description GPUs no admitted job holds now. */
+            gpus_free: number;
+            /** @description How wait_s is computed. */
+            method: string;
+        };
+        EstimateReasonOutput: {
+            code: components["schemas"]["CodeEnum"];
+            /** @description The spec field to change; empty for a tenant limit. */
+            field: string;
+            message: string;
+        };
+        /**
          * @description * `validation` - Validation
          *     * `user_code` - User Code
          *     * `out_of_memory` - Out Of Memory
@@ -734,6 +809,43 @@ export interface components {
             /** @description The pipeline spec (see GET /api/v1/presets for examples). */
             spec: unknown;
         };
+        JobEstimateOutput: {
+            device_type: string;
+            num_gpus: number;
+            /** @description Steps it would train (total_steps less a clone's start_step). */
+            steps: number;
+            /** @description Steps simulated; the rest extrapolated at their pace. */
+            simulated_steps: number;
+            /**
+             * Format: double
+             * @description Engine seconds per step once running.
+             */
+            step_s: number;
+            /**
+             * Format: double
+             * @description Engine seconds from admission to the first step's end.
+             */
+            first_step_s: number;
+            /**
+             * Format: double
+             * @description Engine seconds from admission to the last step's end.
+             */
+            total_s: number;
+            /**
+             * Format: double
+             * @description What the usage ledger would bill (device time by share).
+             */
+            gpu_hours: number;
+            /** Format: double */
+            tokens_per_step: number;
+            cost: components["schemas"]["EstimateCostOutput"];
+            queue: components["schemas"]["EstimateQueueOutput"];
+            /** @description A quota or budget would refuse it or keep it from finishing. */
+            blocked: boolean;
+            blockers: components["schemas"]["EstimateReasonOutput"][];
+            /** @description What it would meet without being stopped. */
+            warnings: components["schemas"]["EstimateReasonOutput"][];
+        };
         JobEventOutput: {
             readonly seq: number;
             readonly kind: components["schemas"]["KindEnum"];
@@ -760,6 +872,13 @@ export interface components {
              *     * `timeout` - Timeout
              */
             readonly failure_class: components["schemas"]["FailureClassEnum"] | components["schemas"]["BlankEnum"];
+            /**
+             * @description The engine mode it was submitted and run under. simulated: timings and throughput come from the cost model; no weights, samples or rewards were produced. real: a model was trained.
+             *
+             *     * `simulated` - Simulated
+             *     * `real` - Real
+             */
+            readonly engine_mode: components["schemas"]["EngineModeEnum"];
             readonly queue_position: number | null;
             readonly progress: components["schemas"]["ProgressOutput"];
             readonly num_gpus: number;
@@ -908,6 +1027,12 @@ export interface components {
             title: string;
             spec: unknown;
         };
+        /**
+         * @description * `tenant` - tenant
+         *     * `default` - default
+         * @enum {string}
+         */
+        PriceSourceEnum: "tenant" | "default";
         ProgressOutput: {
             step: number;
             total_steps: number;
@@ -2097,6 +2222,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaginatedSampleOutputList"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    jobs_estimate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JobCreateInput"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobEstimateOutput"];
                 };
             };
             /** @description Refused: the body says why and which field (see ErrorResponse). */

@@ -36,6 +36,9 @@ export function isTerminal(status: string): boolean {
   return TERMINAL.has(status);
 }
 
+/** `simulated`: the cost model's clock, nothing trained; `real`: a model was trained. */
+export type EngineMode = 'simulated' | 'real';
+
 export interface JobProgress {
   step: number;
   total_steps: number;
@@ -51,6 +54,8 @@ export interface Job {
   progress: JobProgress;
   /** Why a failed job failed: validation, user_code, out_of_memory, system, capacity, quota; else "". */
   failure_class: string;
+  /** The engine mode it was submitted and run under. */
+  engine_mode: EngineMode;
   num_gpus: number;
   /** e.g. "h100"; "" when the job takes any device. */
   device_type: string;
@@ -220,6 +225,8 @@ export interface LostDevice {
 /** GET /cluster/timeline?window_s=: the last `window_s` of the engine's clock. */
 export interface ClusterTimeline {
   now_s: number;
+  /** The mode of the engine whose cluster this is. */
+  engine_mode: EngineMode;
   since_s: number;
   device_type: string;
   num_devices: number;

@@ -224,6 +224,7 @@ class ClusterTimelineView(KnownQueryOnly, APIView):
         if not 1.0 <= window_s <= 86_400.0:
             raise ValidationError({"window_s": [f"must be between 1 and 86400, got {window_s:g}"]})
         timeline = engine_gateway.cluster_timeline(window_s=window_s)
+        timeline["engine_mode"] = engine_gateway.engine_mode()
         ids = {s["pipeline_id"] for s in [*timeline["spans"], *timeline["steps"]]}
         own = dict(Job.objects.filter(tenant=tenant, pk__in=_uuids(ids)).values_list("pk", "name"))
         names = {str(pk): name for pk, name in own.items()}

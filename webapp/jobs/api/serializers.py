@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from webapp import engine_gateway
 from webapp.api.inputs import KnownFieldsOnly
-from webapp.jobs.models import FailureClass, Job, JobEvent, JobStatus
+from webapp.jobs.models import EngineMode, FailureClass, Job, JobEvent, JobStatus
 from webapp.jobs.selectors import queue_position
 
 
@@ -50,6 +50,18 @@ class JobCloneInput(KnownFieldsOnly, serializers.Serializer):
         if not isinstance(value, dict):
             raise serializers.ValidationError("must be a JSON object")
         return value
+
+
+ENGINE_MODE_HELP = (
+    "simulated: timings and throughput come from the cost model; no weights, samples or rewards "
+    "were produced. real: a model was trained."
+)
+
+
+def engine_mode_field(help_text: str) -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=EngineMode.choices, read_only=True, help_text=f"{help_text} {ENGINE_MODE_HELP}"
+    )
 
 
 class CheckpointOutput(serializers.Serializer):
@@ -108,6 +120,7 @@ class JobOutput(FieldsBuiltOnce, serializers.ModelSerializer):
     )
     queue_position = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
+    engine_mode = engine_mode_field("The engine mode it was submitted and run under.")
 
     class Meta:
         model = Job
@@ -118,6 +131,7 @@ class JobOutput(FieldsBuiltOnce, serializers.ModelSerializer):
             "status",
             "status_reason",
             "failure_class",
+            "engine_mode",
             "queue_position",
             "progress",
             "num_gpus",
@@ -226,6 +240,7 @@ class ClusterLostDeviceOutput(serializers.Serializer):
 
 class ClusterTimelineOutput(serializers.Serializer):
     now_s = serializers.FloatField(help_text="The engine's clock.")
+    engine_mode = engine_mode_field("The mode of the engine whose cluster this is.")
     since_s = serializers.FloatField()
     device_type = serializers.CharField()
     num_devices = serializers.IntegerField()

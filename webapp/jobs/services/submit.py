@@ -78,6 +78,7 @@ def _create_job(
         resolved_spec=resolved,
         num_gpus=num_gpus,
         device_type=device_type,
+        engine_mode=engine_gateway.engine_mode(),  # the mode its spec was checked for, and runs in
         priority=priority,
         total_steps=int(resolved["trainer"]["total_steps"]),
         status_reason="waiting for admission",
