@@ -2,6 +2,7 @@ import { useEffect, useMemo, useState } from 'react';
 import { isAbort } from '../api/client';
 import { ApiError } from '../api/errors';
 import type { Job, Point } from '../api/types';
+import { EngineModeBadge, SimulatedNote } from '../components/EngineMode';
 import { LineChart, type ChartSeries } from '../components/LineChart';
 import { StatusChip } from '../components/StatusChip';
 import { WIDE_FRAME } from '../charts/frame';
@@ -85,6 +86,9 @@ export function ComparePage() {
         </p>
       ) : (
         <>
+          {ids.some((id) => loaded[id]?.job?.engine_mode === 'simulated') && (
+            <SimulatedNote subject="Simulated runs" />
+          )}
           <div className="compare-controls">
             <label className="inline-field">
               <span>Metric</span>
@@ -135,6 +139,7 @@ export function ComparePage() {
                       </Link>
                       <span className="legend-meta">
                         {entry?.job && <StatusChip job={entry.job} />}
+                        {entry?.job && <EngineModeBadge mode={entry.job.engine_mode} />}
                         <span className="legend-value">
                           {last ? `${formatValue(last[1])} @ step ${last[0]}` : entry ? 'no data' : 'loading…'}
                         </span>

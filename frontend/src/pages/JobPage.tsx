@@ -3,6 +3,7 @@ import { isAbort } from '../api/client';
 import { ApiError } from '../api/errors';
 import { isTerminal, type Checkpoint, type Job, type JobEvent, type JobStatus } from '../api/types';
 import { applyMetricEvents, mergeSeriesMaps, normalizeSeries, orderMetricNames, type SeriesMap } from '../charts/series';
+import { EngineModeBadge, SimulatedNote } from '../components/EngineMode';
 import { EventList } from '../components/EventList';
 import { LineChart } from '../components/LineChart';
 import { LiveIndicator } from '../components/LiveIndicator';
@@ -187,6 +188,7 @@ export function JobPage({ jobId }: { jobId: string }) {
         <div className="job-title">
           <h1>{job.name}</h1>
           <JobStatusLine job={job} />
+          <EngineModeBadge mode={job.engine_mode} />
           <LiveIndicator state={stream} />
         </div>
         {writable && (
@@ -199,6 +201,8 @@ export function JobPage({ jobId }: { jobId: string }) {
           Could not refresh the job: {loadError.message}
         </div>
       )}
+
+      {job.engine_mode === 'simulated' && <SimulatedNote />}
 
       <div className="job-meta">
         <ProgressBar progress={job.progress} />

@@ -1,6 +1,7 @@
 import { useEffect, useMemo, useState } from 'react';
 import { ApiError } from '../api/errors';
 import { JOB_STATUSES, type Job, type Page } from '../api/types';
+import { EngineModeBadge, SimulatedNote } from '../components/EngineMode';
 import { ProgressBar } from '../components/ProgressBar';
 import { StatusChip } from '../components/StatusChip';
 import { formatAge, formatDateTime } from '../format';
@@ -76,6 +77,9 @@ function JobRow({ job, now, selected, selectDisabled, onToggle }: JobRowProps) {
       </td>
       <td className="col-status">
         <StatusChip job={job} />
+      </td>
+      <td className="col-mode">
+        <EngineModeBadge mode={job.engine_mode} />
       </td>
       <td className="col-progress">
         <ProgressBar progress={job.progress} />
@@ -268,6 +272,8 @@ export function JobsPage() {
         </div>
       )}
 
+      {page?.results.some((j) => j.engine_mode === 'simulated') && <SimulatedNote subject="Simulated runs" />}
+
       {page === null ? (
         !error && <p className="muted">Loading jobs…</p>
       ) : page.results.length === 0 ? (
@@ -290,6 +296,7 @@ export function JobsPage() {
               </th>
               <th scope="col">Name</th>
               <th scope="col">Status</th>
+              <th scope="col">Mode</th>
               <th scope="col">Progress</th>
               <th scope="col">GPUs</th>
               <th scope="col">Created</th>

@@ -2,6 +2,7 @@ import { useMemo, useState } from 'react';
 import { ApiError } from '../../api/errors';
 import type { ClusterTimeline } from '../../api/types';
 import { ApiErrorNotice } from '../../components/ApiErrorNotice';
+import { EngineModeBadge, SimulatedNote } from '../../components/EngineMode';
 import { usePolling } from '../../hooks/usePolling';
 import { Link } from '../../routing/navigation';
 import { jobPath } from '../../routing/routes';
@@ -94,8 +95,10 @@ export function ClusterPage() {
           <div className="cluster-main">
             <p className="cluster-summary" data-testid="cluster-summary">
               {timeline.num_devices} × {timeline.device_type.toUpperCase()} · engine time {formatSeconds(timeline.now_s)}{' '}
-              · {timeline.spans.length} sub-stages in the last {formatSeconds(timeline.now_s - timeline.since_s)}
+              · {timeline.spans.length} sub-stages in the last {formatSeconds(timeline.now_s - timeline.since_s)}{' '}
+              <EngineModeBadge mode={timeline.engine_mode} />
             </p>
+            {timeline.engine_mode === 'simulated' && <SimulatedNote subject="Simulated engine" />}
             {timeline.lost_devices.length > 0 && (
               <div className="cluster-lost" role="alert" data-testid="cluster-lost">
                 <strong>Devices lost.</strong> Nothing is placed on them until a node joins again; the jobs that ran
