@@ -13,6 +13,7 @@ import type {
   Sample,
 } from './types';
 import type { Dataset, DatasetDetail, DryRunInput, DryRunResult } from './types';
+import type { JobEstimate } from './estimate';
 
 const API = '/api/v1';
 
@@ -76,6 +77,11 @@ export class ApiClient {
       body,
       headers: { 'Idempotency-Key': idempotencyKey },
     });
+  }
+
+  /** What submitting `body` now would take, cost and wait; nothing is created. */
+  estimateJob(body: { name: string; spec: unknown }, signal?: AbortSignal): Promise<JobEstimate> {
+    return this.request<JobEstimate>(`${API}/jobs/estimate`, { method: 'POST', body, signal });
   }
 
   cancelJob(id: string): Promise<Job> {

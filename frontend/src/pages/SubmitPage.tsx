@@ -8,6 +8,7 @@ import { jobPath } from '../routing/routes';
 import { canWrite, useSession } from '../session';
 import { errorTarget, parseSubmitForm } from './specForm';
 import { DatasetPanel } from './submit/DatasetPanel';
+import { EstimatePanel } from './submit/EstimatePanel';
 
 function specText(spec: unknown): string {
   return JSON.stringify(spec, null, 2);
@@ -205,6 +206,7 @@ export function SubmitPage() {
             Submitting for tenant <strong>{tenant.name}</strong>. Pick a preset, then edit its spec;
             the server checks it and lists any problems here.
           </p>
+          <EstimatePanel api={api} spec={spec} />
         </aside>
       </form>
 
