@@ -83,6 +83,7 @@ echo "check.sh: using $("${compose[@]}" version 2>/dev/null | head -n1)"
 status=0
 "${compose[@]}" -f compose.yaml --env-file .env.example config -q || status=1
 "${compose[@]}" -f compose.yaml --env-file .env.example --profile gpu config -q || status=1
+"${compose[@]}" -f compose.yaml --env-file .env.example --profile monitoring config -q || status=1
 if [[ $status -ne 0 ]]; then
     echo "check.sh: FAIL: docker compose config rejected compose.yaml with .env.example" >&2
     exit 1
@@ -90,7 +91,7 @@ fi
 
 rendered="$(mktemp)"
 trap 'rm -f "$rendered"' EXIT
-"${compose[@]}" -f compose.yaml --env-file .env.example --profile gpu config --format json >"$rendered"
+"${compose[@]}" -f compose.yaml --env-file .env.example --profile gpu --profile monitoring config --format json >"$rendered"
 
 "$python_bin" - "$rendered" <<'PY'
 import json
@@ -111,12 +112,15 @@ def need(cond, msg):
 expected = {"postgres", "redis", "migrate", "web", "worker", "beat", "ray-head", "ray-gpu-worker"}
 need(expected <= set(services), f"missing services: {sorted(expected - set(services))}")
 
-# Only web publishes, and only its 8000.
+# Only web publishes, and only its 8000; with the monitoring profile, Grafana its 3000 on
+# loopback by default (Prometheus, which holds the metrics token, publishes nothing).
+published = {"web": 8000, "grafana": 3000}
 for name, svc in services.items():
     ports = svc.get("ports") or []
-    if name == "web":
-        need(ports and all(int(p["target"]) == 8000 for p in ports),
-             f"web must publish exactly container port 8000, got {ports}")
+    if name in published:
+        need(ports and all(int(p["target"]) == published[name] for p in ports),
+             f"{name} must publish exactly container port {published[name]}, got {ports}")
+        need(all(p.get("host_ip") == "127.0.0.1" for p in ports), f"{name} must publish on 127.0.0.1 by default")
     else:
         need(not ports, f"{name} must not publish ports, got {ports}")
     need(svc.get("network_mode") != "host", f"{name} must not use host networking")

@@ -8,6 +8,7 @@ Redis (SQLite, tasks in-process, in-memory channel layer) for a single-process d
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -56,6 +57,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "webapp.observability.middleware.RequestMetricsMiddleware",  # first: times what the client gets
     "webapp.api.errors.ApiErrorMiddleware",  # outermost: sees every response, debug pages included
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -238,6 +240,17 @@ REST_FRAMEWORK = {
 API_MAX_BODY_BYTES = int(env_float("API_MAX_BODY_BYTES", 1024 * 1024))  # larger: 413 (webapp/api/request_limits.py)
 API_BAD_TOKEN_RATE = env_str("API_BAD_TOKEN_RATE", "30/min")  # bad tokens per address, then 429
 LOGIN_FAILURE_RATE = env_str("LOGIN_FAILURE_RATE", "10/min")  # failed sign-ins per address and per username
+# /metrics (Prometheus): served to a bearer token, or without one to addresses in these
+# networks (loopback by default). Plain HTTP, so that a scraper on the internal network is not
+# redirected to HTTPS; its Host must still be in ALLOWED_HOSTS.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"])
+for _network in METRICS_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _bad:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_bad} (give networks such as 10.0.0.0/8)") from None
+SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
 SPECTACULAR_SETTINGS = {
     "TITLE": "JigsawRL API",
     "DESCRIPTION": "Submit and watch RL post-training jobs on a shared cluster.",

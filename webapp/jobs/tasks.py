@@ -15,6 +15,10 @@ from webapp.jobs.models import JobStatus
 from webapp.jobs.selectors import engine_spec, job_for_dispatch
 from webapp.jobs.services.engine_events import engine_events_pump
 from webapp.jobs.services.lifecycle import job_transition
+from webapp.observability import (
+    celery_signals,  # noqa: F401  (counts task failures in the worker)
+    metrics,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +79,10 @@ def admission_tick() -> int:
     """One admission pass (beat runs it every few seconds; submits and job ends trigger one).
     Only the holder of the advisory lock admits; a concurrent pass returns at once."""
     try:
-        return len(admission.admission_tick().admitted)
+        with metrics.ADMISSION_PASS_SECONDS.time():
+            admitted = len(admission.admission_tick().admitted)
+        metrics.ADMITTED_JOBS.inc(admitted)
+        return admitted
     except Exception:
         logger.exception("admission pass failed; the next one retries")
         return 0
@@ -98,7 +105,12 @@ def reconcile() -> str:
 def pump_engine_events() -> int:
     """Store the engine's new events and push them to subscribers (beat runs it every second)."""
     try:
-        return engine_events_pump()
+        with metrics.EVENT_PUMP_PASS_SECONDS.time():
+            stored = engine_events_pump()
     except Exception:
+        metrics.EVENT_PUMP_FAILURES.inc()
         logger.exception("pumping engine events failed; the next run retries from the saved cursor")
         return 0
+    metrics.EVENT_PUMP_EVENTS.inc(stored)
+    metrics.EVENT_PUMP_LAST_SUCCESS.set_to_current_time()
+    return stored

@@ -33,6 +33,8 @@ _events_after = in_db_thread(selectors.job_wire_events_after)
 class JobStreamConsumer(EventStream):
     """One job's events; the cursor is the job's last seq sent."""
 
+    stream_kind = "job"
+
     query_params = ("after", "replay")
 
     async def open_stream(self, user: Any, token: ApiToken | None, query: dict[str, str]) -> int | None:

@@ -8,8 +8,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 from urllib.parse import parse_qs
 
@@ -22,6 +24,7 @@ from tenants.selectors import credential_active
 from webapp.api.inputs import unknown_query_param
 from webapp.jobs import selectors
 from webapp.jobs.realtime import Delivered, Hole, wire_event
+from webapp.observability.metrics import WEBSOCKET_CLIENTS, WEBSOCKET_DELIVERY_LAG_SECONDS
 
 logger = logging.getLogger(__name__)
 _P = ParamSpec("_P")
@@ -58,6 +61,16 @@ _events_in_holes = in_db_thread(selectors.wire_events_in_holes)
 
 
 # -- helpers ----------------------------------------------------------------------------------
+def _observe_delivery_lag(events: Iterable[dict[str, Any]]) -> None:
+    """From each event's commit to its frame going out (``created_at`` is taken in the writing
+    transaction, a few milliseconds before its commit)."""
+    now = time.time()
+    for event in events:
+        created = event.get("created_at")
+        if created:
+            WEBSOCKET_DELIVERY_LAG_SECONDS.observe(max(0.0, now - datetime.fromisoformat(created).timestamp()))
+
+
 async def _wait(event: asyncio.Event, timeout: float) -> bool:
     """Whether ``event`` got set within ``timeout`` seconds."""
     if event.is_set():
@@ -100,6 +113,9 @@ class EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
     """Authentication, the live buffer, batching, backpressure and the flood guard; subclasses
     say which events, how to replay them and how frames look."""
 
+    stream_kind = "events"
+    """The ``stream`` label of the open-streams gauge."""
+
     query_params: tuple[str, ...] | None = ()
     """The query parameters a stream takes; any other closes it (None: any, read leniently)."""
 
@@ -125,6 +141,7 @@ class EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
             return
         _open_streams[user.pk] += 1
         self.counted_user = user.pk
+        WEBSOCKET_CLIENTS.labels(self.stream_kind).inc()
         query = {k: v[0] for k, v in parse_qs(self.scope.get("query_string", b"").decode()).items()}
         try:
             unknown = [n for n in query if n not in self.query_params] if self.query_params is not None else []
@@ -163,6 +180,7 @@ class EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
     def _release_slot(self) -> None:
         counted, self.counted_user = getattr(self, "counted_user", None), None
         if counted is not None:
+            WEBSOCKET_CLIENTS.labels(self.stream_kind).dec()
             _open_streams[counted] -= 1
             if _open_streams[counted] <= 0:
                 del _open_streams[counted]
@@ -259,6 +277,7 @@ class EventStream(AsyncWebsocketConsumer):  # type: ignore[misc]
         events: list[dict[str, Any]] = []
         for item in planned:
             events.extend(filled.get(item, []) if isinstance(item, Hole) else [item])
+        _observe_delivery_lag(events)  # before the await: what a client received is counted
         await self.send_events(events)
 
     async def send_events(self, events: list[dict[str, Any]]) -> None:

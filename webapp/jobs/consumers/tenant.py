@@ -37,6 +37,8 @@ class TenantStreamConsumer(EventStream):
     """Every event of every job of one tenant. The cursor is ``Delivered.encode()``: opaque to
     clients, who send back the last one they got."""
 
+    stream_kind = "tenant"
+
     query_params = ("after", "tenant")
 
     async def open_stream(self, user: Any, token: ApiToken | None, query: dict[str, str]) -> int | None:

@@ -1,0 +1,1 @@
+"""What the operators see of the control plane: Prometheus metrics (``/metrics``)."""
