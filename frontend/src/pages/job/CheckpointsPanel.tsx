@@ -71,7 +71,7 @@ export function CheckpointsPanel({ checkpoints, error, totalSteps, onCloneFrom }
                         data-testid="clone-from-checkpoint"
                         data-step={cp.step}
                         aria-haspopup="dialog"
-                        aria-label={`Clone from step ${cp.step}`}
+                        aria-label={`Clone from here (step ${cp.step})`}
                         onClick={() => onCloneFrom(cp.step)}
                       >
                         Clone from here
