@@ -10,6 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from jigsaw_engine.contracts import EngineHost
+from jigsaw_engine.control.admission_policy import (
+    AdmissionEffects,
+    AdmissionOutcome,
+    HeldJob,
+    QueuedJob,
+    TenantLimits,
+    TenantUsage,
+    decide_admission,
+)
 from jigsaw_engine.envs.dataset_check import DatasetCheck, DatasetRow, check_dataset_text
 from jigsaw_engine.errors import FieldError, JigsawError, SpecError
 from jigsaw_engine.failpoints import failpoint
@@ -20,14 +29,21 @@ from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS, checkpoint_presets
 
 __all__ = [
+    "AdmissionEffects",
+    "AdmissionOutcome",
     "DatasetCheck",
     "DatasetRow",
     "EngineConfig",
     "FieldError",
+    "HeldJob",
     "JigsawError",
+    "QueuedJob",
     "SpecError",
+    "TenantLimits",
+    "TenantUsage",
     "check_dataset_text",
     "connect_ray_engine",
+    "decide_admission",
     "failpoint",
     "forecast_job",
     "list_presets",

@@ -20,13 +20,19 @@ from jigsaw_engine import api as engine_api
 from jigsaw_engine.contracts import EngineEvent, EngineHost, EventKind, PipelineState
 
 __all__ = [
+    "AdmissionEffects",
     "EngineEvent",
     "EventKind",
+    "HeldJob",
     "PipelineState",
+    "QueuedJob",
     "SpecProblem",
+    "TenantLimits",
+    "TenantUsage",
     "cancel_pipeline",
     "cluster_capacity",
     "cluster_timeline",
+    "decide_admission",
     "describe_engine",
     "engine_host",
     "engine_mode",
@@ -42,6 +48,15 @@ __all__ = [
     "submit_pipeline",
     "validate_spec",
 ]
+
+# Admission's rules are the engine's pure decision; the admission pass feeds it the database's
+# state (the arrivals simulator feeds it its own), so the two cannot drift apart.
+AdmissionEffects = engine_api.AdmissionEffects
+HeldJob = engine_api.HeldJob
+QueuedJob = engine_api.QueuedJob
+TenantLimits = engine_api.TenantLimits
+TenantUsage = engine_api.TenantUsage
+decide_admission = engine_api.decide_admission
 
 failpoint = engine_api.failpoint
 """Where a fault-injection run may stop a control-plane process (see ``jigsaw_engine.failpoints``)."""

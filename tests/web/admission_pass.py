@@ -14,17 +14,21 @@ from webapp.jobs import admission
 
 @contextmanager
 def pass_held_mid_decision(monkeypatch: Any) -> Iterator[dict[str, Any]]:
-    """Start a pass and hold it as it decides its first job; on exit it goes on and ends. The
-    yielded dict gets the pass's result under ``result``."""
+    """Start a pass and hold it once it has decided its first job, before it writes that
+    decision; on exit it goes on and ends. The yielded dict gets the pass's result under
+    ``result``."""
     deciding, release = threading.Event(), threading.Event()
-    decide = admission._tenant_limit
 
-    def held(*args: Any, **kwargs: Any) -> Any:
-        deciding.set()
-        release.wait(10)
-        return decide(*args, **kwargs)
+    def holding(write: Any) -> Any:
+        def held(*args: Any, **kwargs: Any) -> Any:
+            deciding.set()
+            release.wait(10)
+            return write(*args, **kwargs)
 
-    monkeypatch.setattr(admission, "_tenant_limit", held)
+        return held
+
+    for name in ("admit", "wait"):
+        monkeypatch.setattr(admission._DatabaseEffects, name, holding(getattr(admission._DatabaseEffects, name)))
     outcome: dict[str, Any] = {}
 
     def a_pass() -> None:
