@@ -59,6 +59,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "webapp.observability.middleware.RequestMetricsMiddleware",  # first: times what the client gets
     "webapp.api.errors.ApiErrorMiddleware",  # outermost: sees every response, debug pages included
+    "webapp.observability.middleware.RequestContextMiddleware",  # the ids every log line carries
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "webapp.api.request_limits.RequestLimitsMiddleware",  # before CSRF, which may read the body
@@ -152,6 +153,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "jigsaw")
 # Ray cannot write to Celery's redirected stdout inside a prefork child.
 CELERY_WORKER_REDIRECT_STDOUTS = False
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # the worker logs through LOGGING below, as web does
 CELERY_BEAT_SCHEDULE = {
     "pump-engine-events": {"task": "jobs.pump_engine_events", "schedule": 1.0},
     "admission-tick": {"task": "jobs.admission_tick", "schedule": 2.0},
@@ -286,11 +288,19 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
+# json: one object per line with the request and job ids (webapp/observability/logs.py), for a
+# log pipeline; plain: for a person at a terminal (the ids in brackets).
+LOG_FORMAT = env_str("LOG_FORMAT", "json" if PRODUCTION else "plain")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"LOG_FORMAT: must be json or plain, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "json": {"()": "webapp.observability.logs.JsonFormatter"},
+        "plain": {"()": "webapp.observability.logs.PlainFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"jigsaw_engine": {"level": env_str("ENGINE_LOG_LEVEL", "WARNING")}},
 }

@@ -16,6 +16,7 @@ from webapp.jobs.selectors import engine_spec, job_for_dispatch
 from webapp.jobs.services.engine_events import engine_events_pump
 from webapp.jobs.services.lifecycle import job_transition
 from webapp.observability import (
+    celery_context,  # noqa: F401  (runs tasks under the request and job ids they were sent with)
     celery_signals,  # noqa: F401  (counts task failures in the worker)
     metrics,
 )
@@ -47,6 +48,7 @@ def dispatch_job(self, job_id: str) -> str:  # type: ignore[no-untyped-def]
         logger.warning("dispatch of job %s failed: %s", job_id, exc, exc_info=failure == "system")
         job_transition(job_id=job_id, to=JobStatus.FAILED, reason=f"{failure}: {exc}", failure_class=failure)
         return "failed"
+    logger.info("job handed to the engine (attempt %d)", job.attempt)
     engine_gateway.failpoint("dispatch.after_submit")  # the engine has it; this task is not acknowledged yet
     task_queue.pump_soon()  # a burst of dispatches shares one early pump
     return "dispatched"

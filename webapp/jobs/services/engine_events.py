@@ -4,6 +4,7 @@ pump that dies mid-way stores the batch again or not at all."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -14,6 +15,9 @@ from webapp.jobs.journal import JobJournal
 from webapp.jobs.models import EngineCursor, EventKind, Job, JobCheckpoint, JobMetrics, JobStatus, UsageRecord
 from webapp.jobs.services.lifecycle import RECLAIM_REASON, transition_locked
 from webapp.jobs.usage import usage_record_many
+from webapp.observability.logs import log_context
+
+logger = logging.getLogger(__name__)
 
 _ENGINE_TO_JOB = {
     "queued": JobStatus.QUEUED,
@@ -86,7 +90,9 @@ def _apply_engine_event(batch: _EngineBatch, event: engine_gateway.EngineEvent) 
     if job is None:
         return
     if event.kind is engine_gateway.EventKind.STATUS:
-        _apply_engine_status(batch, job, event)
+        with log_context(job_id=event.pipeline_id):
+            logger.info("engine status %s (engine event %d)", event.data["status"], event.seq)
+            _apply_engine_status(batch, job, event)
     elif event.kind is engine_gateway.EventKind.METRICS:
         _store_metrics(batch, job, event)
     elif event.kind is engine_gateway.EventKind.SAMPLES:
