@@ -5,6 +5,8 @@
     jigsaw simulate --mix M0 --policies verl,verl-dedicated,verl-serial --json out.json
     jigsaw simulate --workload mix.yaml --steps 20 --seed 0 --timeline out.png
     jigsaw bench --out report/ --random 50
+    jigsaw arrivals --load 0.8 --out day.yaml     # a day of jobs at a multi-tenant cluster
+    jigsaw simulate --arrivals day.yaml           # every policy under the service's admission
     jigsaw run --workload examples/real-cpu.yaml --policies serial,jigsaw --json out.json
 
 ``run`` trains tiny pipelines for real on an embedded Ray (or ``RAY_ADDRESS``'s cluster).
@@ -38,6 +40,7 @@ from jigsaw_engine.cli.args import (
     load_workload_arg,
     spec_error_text,
 )
+from jigsaw_engine.cli.arrivals import add_arrivals_parser, bench_arrivals, make_arrivals, simulate_arrivals_command
 from jigsaw_engine.errors import JigsawError, PolicyError, SpecError
 from jigsaw_engine.spec.workload_file import check_document, read_document
 from jigsaw_engine.workload.traces import TraceError
@@ -78,6 +81,8 @@ class _ProgressBar:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.arrivals:
+        return bench_arrivals(args)
     policies = known_names("--policies", args.policies, AVAILABLE)
     mixes: tuple[str, ...] = ()
     if args.mixes or not (args.random or args.scale):  # only random mixes or the scaling run: none
@@ -178,7 +183,11 @@ def _validate_dataset(path: Path, grader: str | None) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    policies = list(known_names("--policies", args.policies, AVAILABLE))
+    if args.arrivals is not None:
+        return simulate_arrivals_command(args)
+    if args.plot is not None:
+        raise UsageError("--plot: only with --arrivals; --timeline draws a workload's run")
+    policies = list(known_names("--policies", args.policies or "verl", AVAILABLE))
     at_least("--steps", args.steps, 1)
     at_least("--seed", args.seed, 0)
     for flag, path in (("--json", args.json), ("--timeline", args.timeline)):
@@ -217,7 +226,7 @@ def _simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"validate": _validate, "simulate": _simulate, "bench": _bench, "run": _run_real}
+COMMANDS = {"validate": _validate, "simulate": _simulate, "bench": _bench, "run": _run_real, "arrivals": make_arrivals}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,8 +241,16 @@ def main(argv: list[str] | None = None) -> int:
     source = s.add_mutually_exclusive_group(required=True)
     source.add_argument("--workload", type=Path, help="YAML/JSON file with a cluster and pipelines")
     source.add_argument("--mix", choices=sorted(MIXES), help="a built-in mix (docs/benchmarks.md)")
+    source.add_argument(
+        "--arrivals", type=Path, help="an arrivals file (jigsaw arrivals): a day of jobs under the service's admission"
+    )
     s.add_argument("--variant", default=None, help="a mix's variant (e.g. M0: 16xa100; M5: areal)")
-    s.add_argument("--policies", default="verl", help=f"comma separated; available: {', '.join(AVAILABLE)}")
+    s.add_argument(
+        "--policies",
+        default=None,
+        help="comma separated (default verl; with --arrivals verl-dedicated,greedy,jigsaw); "
+        f"available: {', '.join(AVAILABLE)}",
+    )
     s.add_argument("--steps", type=int, default=None, help="override every pipeline's trainer.total_steps")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--json", type=Path, default=None, help="write the results here")
@@ -241,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument(
         "--timeline", type=Path, default=None, help="write a Gantt chart PNG of each policy's run (needs matplotlib)"
     )
+    s.add_argument(
+        "--plot", type=Path, default=None, help="with --arrivals: the queue and utilisation over the day, as a PNG"
+    )
+    add_arrivals_parser(sub)
     b = sub.add_parser("bench", help="every policy on every built-in mix over seeds: a report folder")
     b.add_argument("--out", type=Path, required=True, help="report folder (summary.md, results.json, plots)")
     b.add_argument("--mixes", default=",".join(SUITE_CONFIG.mixes), help="comma separated suite mixes")
@@ -249,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--policies", default=",".join(SUITE_CONFIG.policies))
     b.add_argument("--random", type=int, default=0, help="also score jigsaw on N random mixes")
     b.add_argument("--scale", action="store_true", help="also time decisions at 1024 GPUs x 64 pipelines")
+    b.add_argument(
+        "--arrivals",
+        action="store_true",
+        help="only a day of arrivals at 60/80/100%% load, under the service's admission",
+    )
     r = sub.add_parser("run", help="train a workload's tiny pipelines for real, policies side by side")
     r.add_argument("--workload", type=Path, required=True, help="YAML/JSON file: a cpu cluster and tiny pipelines")
     r.add_argument("--policies", default="jigsaw", help="comma separated: serial, dedicated, greedy, jigsaw")
