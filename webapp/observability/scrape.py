@@ -119,6 +119,13 @@ def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     return [ipaddress.ip_network(n, strict=False) for n in settings.METRICS_ALLOWED_NETWORKS]
 
 
+def _needs_token(code: str, message: str) -> HttpResponse:
+    fix = {"field": "Authorization", "message": "send Authorization: Bearer <METRICS_TOKEN>"}
+    answer = JsonResponse(error_body(code, message, [fix]), status=401)
+    answer["WWW-Authenticate"] = 'Bearer realm="metrics"'
+    return answer
+
+
 def _refusal(request: HttpRequest) -> HttpResponse | None:
     token = settings.METRICS_TOKEN
     sent = request.headers.get("Authorization", "")
@@ -126,16 +133,7 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
         scheme, _, value = sent.partition(" ")
         if token and scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode()):
             return None
-        answer = JsonResponse(
-            error_body(
-                "authentication_failed",
-                "the metrics token is not valid",
-                [{"field": "Authorization", "message": "send Authorization: Bearer <METRICS_TOKEN>"}],
-            ),
-            status=401,
-        )
-        answer["WWW-Authenticate"] = 'Bearer realm="metrics"'
-        return answer
+        return _needs_token("authentication_failed", "the metrics token is not valid")
     try:
         address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
     except ValueError:
@@ -143,16 +141,7 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
     if address is not None and any(address in net for net in _allowed_networks()):
         return None
     if token:
-        answer = JsonResponse(
-            error_body(
-                "not_authenticated",
-                "metrics need a token from this address",
-                [{"field": "Authorization", "message": "send Authorization: Bearer <METRICS_TOKEN>"}],
-            ),
-            status=401,
-        )
-        answer["WWW-Authenticate"] = 'Bearer realm="metrics"'
-        return answer
+        return _needs_token("not_authenticated", "metrics need a token from this address")
     return JsonResponse(
         error_body(
             "permission_denied",
