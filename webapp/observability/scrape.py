@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
+from kombu.exceptions import ChannelError
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -77,6 +78,8 @@ class ControlPlaneCollector(Collector):
             with app.connection_for_read() as conn:
                 # Kombu's Redis transport counts the queue's list of every priority step.
                 depth = conn.default_channel.queue_declare(queue=queue, passive=True).message_count
+        except ChannelError:
+            depth = 0  # not declared yet: no task was ever sent to it, and no worker reads it
         except Exception as exc:  # a broker that does not answer leaves the series out
             logger.warning("metrics: the broker did not answer: %s", exc)
             return
