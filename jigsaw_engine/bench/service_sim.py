@@ -148,7 +148,7 @@ class _Service:
         factor = 0.5 ** (dt / FAIR_SHARE_HALF_LIFE_S)
         for tenant in self.decayed:
             self.decayed[tenant] *= factor
-        for pid in self.held:
+        for pid in sorted(self.held):  # one order of float sums in every process
             run = self.jobs[pid]
             self.decayed[run.arrival.tenant] += run.arrival.spec.resources.num_gpus * dt
         self.decayed_at = now
