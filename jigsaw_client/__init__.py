@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from jigsaw_client.client import DEFAULT_URL, JigsawClient
     from jigsaw_client.errors import ApiError, ClientError, ConnectionFailed
-    from jigsaw_client.estimates import JobEstimate
+    from jigsaw_client.estimates import JobAccuracy, JobEstimate
     from jigsaw_client.models import TERMINAL_STATUSES, Job, JobEvent, LogLine, LogPage, Quota
 
 # Loaded on first use: the ``jigsaw`` console script imports ``jigsaw_client.entry`` in
@@ -30,6 +30,7 @@ _EXPORTS = {
     "ConnectionFailed": "errors",
     "TERMINAL_STATUSES": "models",
     "Job": "models",
+    "JobAccuracy": "estimates",
     "JobEstimate": "estimates",
     "JobEvent": "models",
     "LogLine": "models",
@@ -45,6 +46,7 @@ __all__ = [
     "ConnectionFailed",
     "JigsawClient",
     "Job",
+    "JobAccuracy",
     "JobEstimate",
     "JobEvent",
     "LogLine",

@@ -20,7 +20,7 @@ import httpx
 
 from jigsaw_client import routes
 from jigsaw_client.errors import ApiError, ConnectionFailed, UnexpectedResponse
-from jigsaw_client.estimates import JobEstimate
+from jigsaw_client.estimates import JobAccuracy, JobEstimate
 from jigsaw_client.models import EventPage, Job, JobEvent, JobPage, LogPage, Quota
 from jigsaw_client.routes import Route
 
@@ -114,6 +114,10 @@ class JigsawClient:
 
     def get_job(self, job_id: str) -> Job:
         return cast(Job, self._call(routes.JOB_GET, id=job_id))
+
+    def job_accuracy(self, job_id: str) -> JobAccuracy:
+        """An ended job's estimate beside its run, with the errors; ``ApiError`` 409 while it runs."""
+        return cast(JobAccuracy, self._call(routes.JOB_ACCURACY, id=job_id))
 
     def cancel_job(self, job_id: str) -> Job:
         return cast(Job, self._call(routes.JOB_CANCEL, id=job_id))

@@ -26,6 +26,18 @@ class EstimateReason(TypedDict):
     message: str
 
 
+class EstimateIdleCluster(TypedDict):
+    step_s: float
+    total_s: float
+    gpu_hours: float
+
+
+class EstimateRecord(TypedDict):
+    jobs: int
+    step_s_error: float
+    gpu_hours_error: float | None
+
+
 class JobEstimate(TypedDict):
     device_type: str
     num_gpus: int
@@ -36,11 +48,42 @@ class JobEstimate(TypedDict):
     total_s: float
     gpu_hours: float
     tokens_per_step: float
+    idle_cluster: EstimateIdleCluster
     cost: EstimateCost
     queue: EstimateQueue
     blocked: bool
     blockers: list[EstimateReason]
     warnings: list[EstimateReason]
+    record: EstimateRecord | None
+
+
+class AccuracyEstimate(TypedDict):
+    step_s: float
+    gpu_hours: float
+    idle_cluster_step_s: float
+    idle_cluster_gpu_hours: float
+
+
+class AccuracyActual(TypedDict):
+    step_s: float
+    gpu_hours: float
+    steps: int
+    complete: bool
+
+
+class AccuracyError(TypedDict):
+    step_s: float | None
+    idle_cluster_step_s: float | None
+    gpu_hours: float | None
+    idle_cluster_gpu_hours: float | None
+
+
+class JobAccuracy(TypedDict):
+    """An ended job's estimate beside its run (``GET /api/v1/jobs/<id>/estimate``)."""
+
+    estimate: AccuracyEstimate
+    actual: AccuracyActual
+    error: AccuracyError
 
 
 def duration_text(seconds: float) -> str:
@@ -60,6 +103,16 @@ def _reason_line(reason: EstimateReason) -> str:
     return f"{reason['code']}{where}: {reason['message']}"
 
 
+def record_text(record: EstimateRecord | None) -> str:
+    """How far the tenant's recent estimates landed, in words."""
+    if record is None:
+        return "none yet (no job of your tenant has finished)"
+    text = f"time per step {record['step_s_error']:+.0%}"
+    if record["gpu_hours_error"] is not None:
+        text += f", GPU-hours {record['gpu_hours_error']:+.0%}"
+    return f"{text} (median over your last {record['jobs']} jobs; +: the runs took less than estimated)"
+
+
 def estimate_text(estimate: JobEstimate) -> str:
     cost, queue = estimate["cost"], estimate["queue"]
     source = "your tenant's price" if cost["price_source"] == "tenant" else "the service's price"
@@ -72,10 +125,12 @@ def estimate_text(estimate: JobEstimate) -> str:
     rows = [
         ("per step", f"{duration_text(estimate['step_s'])}"),
         ("total", f"{duration_text(estimate['total_s'])} for {estimate['steps']} steps, from admission"),
+        ("idle cluster", f"{duration_text(estimate['idle_cluster']['total_s'])} if idle GPUs are lent to it"),
         ("GPUs", f"{estimate['num_gpus']} {estimate['device_type']}"),
         ("GPU-hours", f"{estimate['gpu_hours']:.2f}"),
         ("cost", f"{cost['amount']:.2f} {cost['currency']} at {cost['gpu_hour_price']:g} per GPU-hour ({source})"),
         ("queue wait", wait),
+        ("past error", record_text(estimate["record"])),
         ("blocked", "no" if not estimate["blocked"] else "yes"),
     ]
     width = max(len(k) for k, _ in rows) + 1
@@ -84,7 +139,7 @@ def estimate_text(estimate: JobEstimate) -> str:
     lines += [f"    {_reason_line(r)}" for r in estimate["blockers"]]
     lines += [f"  warning: {_reason_line(r)}" for r in estimate["warnings"]]
     lines.append(
-        f"  (simulated {estimate['simulated_steps']} of {estimate['steps']} steps alone on the cluster; "
+        f"  (simulated {estimate['simulated_steps']} of {estimate['steps']} steps on its own GPUs; "
         "times are the cluster's seconds)"
     )
     return "\n".join(lines)

@@ -26,6 +26,7 @@ JOBS_LIST = Route("GET", "/api/v1/jobs", retry_safe=True)
 JOB_SUBMIT = Route("POST", "/api/v1/jobs", retry_safe=True)
 JOB_ESTIMATE = Route("POST", "/api/v1/jobs/estimate", retry_safe=True)  # creates nothing
 JOB_GET = Route("GET", "/api/v1/jobs/{id}", retry_safe=True)
+JOB_ACCURACY = Route("GET", "/api/v1/jobs/{id}/estimate", retry_safe=True)
 JOB_CANCEL = Route("POST", "/api/v1/jobs/{id}/cancel", retry_safe=False)
 JOB_LOGS = Route("GET", "/api/v1/jobs/{id}/logs", retry_safe=True)
 JOB_EVENTS = Route("GET", "/api/v1/jobs/{id}/events", retry_safe=True)
@@ -36,6 +37,7 @@ API_ROUTES: tuple[Route, ...] = (
     JOB_SUBMIT,
     JOB_ESTIMATE,
     JOB_GET,
+    JOB_ACCURACY,
     JOB_CANCEL,
     JOB_LOGS,
     JOB_EVENTS,

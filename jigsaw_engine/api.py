@@ -150,21 +150,27 @@ def list_presets(*, mode: EngineMode = "simulated", model_roots: Sequence[str] =
 
 
 def forecast_job(spec: Mapping[str, Any], cluster: ClusterSpec, *, mode: EngineMode = "simulated") -> dict[str, Any]:
-    """What a valid ``spec`` will take on ``cluster`` before it is submitted: the simulator's
-    forecast of its run alone (``control/job_forecast.py``), in plain numbers."""
+    """What a valid ``spec`` will take on ``cluster`` before it is submitted, in plain numbers:
+    the simulator's forecast on its own GPUs (a busy cluster), and under ``idle_cluster`` alone
+    on the whole cluster (the best case; see ``control/job_forecast.py``)."""
     from jigsaw_engine.control.job_forecast import forecast_job as simulate_forecast
+    from jigsaw_engine.control.job_forecast import own_partition
 
-    found = simulate_forecast(parse_pipeline_spec(spec), cluster, real=mode == "real")
+    parsed = parse_pipeline_spec(spec)
+    real = mode == "real"
+    busy = simulate_forecast(parsed, own_partition(cluster, parsed.resources.num_gpus), real=real)
+    idle = simulate_forecast(parsed, cluster, real=real)
     return {
-        "device_type": found.device_type,
-        "num_gpus": found.num_gpus,
-        "steps": found.steps,
-        "simulated_steps": found.simulated_steps,
-        "first_step_s": found.first_step_s,
-        "step_s": found.step_s,
-        "total_s": found.total_s,
-        "device_seconds": found.device_seconds,
-        "tokens_per_step": found.tokens_per_step,
+        "device_type": busy.device_type,
+        "num_gpus": busy.num_gpus,
+        "steps": busy.steps,
+        "simulated_steps": busy.simulated_steps,
+        "first_step_s": busy.first_step_s,
+        "step_s": busy.step_s,
+        "total_s": busy.total_s,
+        "device_seconds": busy.device_seconds,
+        "tokens_per_step": busy.tokens_per_step,
+        "idle_cluster": {"step_s": idle.step_s, "total_s": idle.total_s, "device_seconds": idle.device_seconds},
     }
 
 

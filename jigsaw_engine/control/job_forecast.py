@@ -1,13 +1,17 @@
 """A job's forecast before it is submitted: how long a step takes, how long the whole run takes
 and how many device-seconds it will be billed, from the same simulator the engine runs.
 
-The job is simulated alone on the engine's cluster, with the service's scheduler, graph
-options and startup time, for its first few steps (sampled sequences, cost model, everything
-the simulated engine does). The rest is extrapolated at the pace of the simulated steps after
-the first: the first carries the startup, later ones repeat each other closely (the same
-prompts per step, slowly drifting lengths). Alone means the forecast is what the job costs on
-an idle cluster; co-located work can slow its steps (the estimate's error, measured by
-``scripts/estimate_error.py``).
+The job is simulated for its first few steps (sampled sequences, cost model, the service's
+scheduler, graph options and startup time: everything the simulated engine does) and the rest
+is extrapolated at the pace of the steps after the first: the first carries the startup, later
+ones repeat each other closely (the same prompts per step, slowly drifting lengths).
+
+Where it is simulated decides what the forecast means. On a partition of only its own
+``num_gpus`` devices (:func:`own_partition`) it is the job on a busy cluster, where every other
+device is held: the service's usual case, and the one its estimate reports. Alone on the whole
+cluster it is the best case: the scheduler lends it idle devices, so it runs faster and is
+billed for the devices it borrows. ``scripts/estimate_error.py`` measures both against runs of
+the built-in mixes.
 """
 
 from __future__ import annotations
@@ -51,6 +55,14 @@ class JobForecast:
     @property
     def gpu_hours(self) -> float:
         return self.device_seconds / 3600.0
+
+
+def own_partition(cluster: ClusterSpec, num_gpus: int) -> ClusterSpec:
+    """``num_gpus`` devices of ``cluster``'s type: whole nodes where they fill nodes, else one."""
+    per_node = cluster.devices_per_node
+    if num_gpus > per_node and num_gpus % per_node == 0:
+        return replace(cluster, num_nodes=num_gpus // per_node)
+    return replace(cluster, num_nodes=1, devices_per_node=num_gpus)
 
 
 def forecast_job(

@@ -59,10 +59,15 @@ def test_the_client_method(live_server_url: str, actor: Any) -> None:
         long = client.estimate_job(make_spec(trainer={"total_steps": 30}))
         assert long["total_s"] == pytest.approx(short["total_s"] + 20 * short["step_s"], rel=1e-6)
         assert short["cost"]["currency"] == "USD" and short["queue"]["wait_s"] == 0
+        assert short["record"] is None and short["idle_cluster"]["total_s"] < short["total_s"]
         with pytest.raises(ApiError) as refused:
             client.estimate_job({"model": "no-such-model"})
+        queued = client.submit_job(make_spec())
+        with pytest.raises(ApiError) as running:
+            client.job_accuracy(queued["id"])
     assert refused.value.status == 400 and refused.value.details[0]["field"].startswith("spec.")
-    assert Job.objects.count() == 0
+    assert running.value.status == 409 and running.value.code == "invalid_state"
+    assert Job.objects.count() == 1  # the one submitted; estimates create none
 
 
 def test_durations_read_as_people_say_them() -> None:

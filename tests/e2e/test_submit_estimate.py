@@ -63,3 +63,27 @@ def test_the_estimate_follows_the_spec_as_it_is_edited(browser, live_server_url)
     assert "your tenant's limit per job is 1" in blockers.inner_text()
     assert Job.objects.count() == 0
     assert real_errors(errors) == []
+
+
+def test_a_finished_job_shows_its_estimate_against_its_run(browser, live_server_url, engine_speed) -> None:
+    engine_speed(float("inf"))
+    make_member("alice", "acme")
+    page, errors = sign_in(browser, live_server_url, "alice")
+    page.goto(f"{live_server_url}/new")
+    page.get_by_test_id("estimate-total").wait_for()
+    spec = json.loads(page.get_by_test_id("spec-input").input_value())
+    spec["trainer"]["total_steps"] = 4
+    page.get_by_test_id("spec-input").fill(json.dumps(spec))
+    page.get_by_test_id("job-name-input").fill("e2e-estimate")
+    page.get_by_test_id("submit-job").click()
+    page.wait_for_url(re.compile(r".*/jobs/[0-9a-f-]{36}$"))
+
+    # Once it has ended, its page puts the estimate beside what it did.
+    panel = page.get_by_test_id("estimate-accuracy")
+    panel.wait_for(timeout=60_000)
+    step = page.get_by_test_id("accuracy-step").inner_text().split("\t")
+    assert step[0] == "Time per step" and re.fullmatch(r"[+-]\d+%", step[3])
+    assert re.fullmatch(r"[+-]\d+%", page.get_by_test_id("accuracy-gpu-hours").inner_text().split("\t")[3])
+    assert "over 4 steps" in panel.inner_text()
+    page.screenshot(path=str(ARTIFACTS / "job-estimate-accuracy.png"), full_page=True)
+    assert real_errors(errors) == []

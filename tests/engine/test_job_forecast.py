@@ -8,9 +8,10 @@ from dataclasses import replace
 import pytest
 
 from jigsaw_engine.control.cluster_controller import ClusterController
-from jigsaw_engine.control.job_forecast import forecast_job
+from jigsaw_engine.control.job_forecast import forecast_job, own_partition
 from jigsaw_engine.control.local_engine import STARTUP_S
 from jigsaw_engine.sched.registry import graph_config_for, make_scheduler
+from jigsaw_engine.spec.cluster import ClusterSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from tests.engine.builders import make_cluster, make_cost, make_spec
 
@@ -73,3 +74,16 @@ def test_a_clone_is_forecast_for_the_steps_it_has_left() -> None:
 def test_steps_must_be_positive() -> None:
     with pytest.raises(ValueError, match="steps must be >= 1"):
         forecast_job(parse_pipeline_spec(make_spec()), make_cluster(8), steps=0)
+
+
+def test_own_partition_is_the_jobs_devices_only() -> None:
+    cluster = make_cluster(8)
+    assert own_partition(cluster, 2).num_devices == 2
+    assert own_partition(ClusterSpec(num_nodes=4, devices_per_node=8, device_type="h100"), 16).num_nodes == 2
+    spec = parse_pipeline_spec(make_spec(trainer={"total_steps": 12}))
+    busy = forecast_job(spec, own_partition(cluster, 2))
+    idle = forecast_job(spec, cluster)
+    # Alone on an idle cluster the scheduler lends it idle devices: faster, and billed for them.
+    assert idle.step_s < busy.step_s and idle.device_seconds > busy.device_seconds
+    # On its own devices it is billed for at most those devices the whole time.
+    assert busy.device_seconds <= 2 * busy.total_s * (1 + 1e-9)

@@ -13,7 +13,7 @@ import type {
   Sample,
 } from './types';
 import type { Dataset, DatasetDetail, DryRunInput, DryRunResult } from './types';
-import type { JobEstimate } from './estimate';
+import type { JobAccuracy, JobEstimate } from './estimate';
 
 const API = '/api/v1';
 
@@ -82,6 +82,11 @@ export class ApiClient {
   /** What submitting `body` now would take, cost and wait; nothing is created. */
   estimateJob(body: { name: string; spec: unknown }, signal?: AbortSignal): Promise<JobEstimate> {
     return this.request<JobEstimate>(`${API}/jobs/estimate`, { method: 'POST', body, signal });
+  }
+
+  /** An ended job's estimate beside its run (409 while it runs). */
+  getJobAccuracy(id: string, signal?: AbortSignal): Promise<JobAccuracy> {
+    return this.request<JobAccuracy>(`${API}/jobs/${encodeURIComponent(id)}/estimate`, { signal });
   }
 
   cancelJob(id: string): Promise<Job> {

@@ -316,6 +316,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{id}/estimate/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description An ended job's estimate (made again from its spec: the forecast is deterministic) beside
+         *     what its run did; 409 while it runs or when no step finished.
+         */
+        get: operations["jobs_estimate_accuracy"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{id}/events/": {
         parameters: {
             query?: never;
@@ -522,6 +542,48 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AccuracyActualOutput: {
+            /**
+             * Format: double
+             * @description Median engine seconds per step after the first.
+             */
+            step_s: number;
+            /**
+             * Format: double
+             * @description What the usage ledger billed.
+             */
+            gpu_hours: number;
+            /** @description Steps that reported their time. */
+            steps: number;
+            /** @description It succeeded: its bill compares with the estimate's. */
+            complete: boolean;
+        };
+        AccuracyErrorOutput: {
+            /**
+             * Format: double
+             * @description (estimate - actual) / actual.
+             */
+            step_s: number | null;
+            /** Format: double */
+            idle_cluster_step_s: number | null;
+            /**
+             * Format: double
+             * @description Null unless the run is complete.
+             */
+            gpu_hours: number | null;
+            /** Format: double */
+            idle_cluster_gpu_hours: number | null;
+        };
+        AccuracyEstimateOutput: {
+            /** Format: double */
+            step_s: number;
+            /** Format: double */
+            gpu_hours: number;
+            /** Format: double */
+            idle_cluster_step_s: number;
+            /** Format: double */
+            idle_cluster_gpu_hours: number;
+        };
         ApiKeyCreateInput: {
             name: string;
             scopes: components["schemas"]["ScopesEnum"][];
@@ -758,6 +820,17 @@ export interface components {
              */
             price_source: components["schemas"]["PriceSourceEnum"];
         };
+        EstimateIdleOutput: {
+            /** Format: double */
+            step_s: number;
+            /** Format: double */
+            total_s: number;
+            /**
+             * Format: double
+             * @description Higher than on its own GPUs: it is billed for the GPUs it borrows.
+             */
+            gpu_hours: number;
+        };
         EstimateQueueOutput: {
             /**
              * Format: double
@@ -777,6 +850,20 @@ export interface components {
             field: string;
             message: string;
         };
+        EstimateRecordOutput: {
+            /** @description The tenant's recent succeeded jobs compared. */
+            jobs: number;
+            /**
+             * Format: double
+             * @description Median of (estimate - actual) / actual of the time per step.
+             */
+            step_s_error: number;
+            /**
+             * Format: double
+             * @description The same for the GPU-hours billed.
+             */
+            gpu_hours_error: number | null;
+        };
         /**
          * @description * `validation` - Validation
          *     * `user_code` - User Code
@@ -794,6 +881,11 @@ export interface components {
             rows?: components["schemas"]["DryRunRowInput"][];
             /** @description One per row, in order; default: each row's answer as '#### <answer>' (a perfect reply). */
             completions?: string[];
+        };
+        JobAccuracyOutput: {
+            estimate: components["schemas"]["AccuracyEstimateOutput"];
+            actual: components["schemas"]["AccuracyActualOutput"];
+            error: components["schemas"]["AccuracyErrorOutput"];
         };
         JobCloneInput: {
             /** @default  */
@@ -838,6 +930,8 @@ export interface components {
             gpu_hours: number;
             /** Format: double */
             tokens_per_step: number;
+            /** @description Alone on an idle cluster, which lends it idle GPUs: the best case. The figures above are on its own GPUs only (a busy cluster). */
+            idle_cluster: components["schemas"]["EstimateIdleOutput"];
             cost: components["schemas"]["EstimateCostOutput"];
             queue: components["schemas"]["EstimateQueueOutput"];
             /** @description A quota or budget would refuse it or keep it from finishing. */
@@ -845,6 +939,8 @@ export interface components {
             blockers: components["schemas"]["EstimateReasonOutput"][];
             /** @description What it would meet without being stopped. */
             warnings: components["schemas"]["EstimateReasonOutput"][];
+            /** @description How far the tenant's recent estimates landed; null before its first run. */
+            record: components["schemas"]["EstimateRecordOutput"] | null;
         };
         JobEventOutput: {
             readonly seq: number;
@@ -1981,6 +2077,36 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    jobs_estimate_accuracy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobAccuracyOutput"];
                 };
             };
             /** @description Refused: the body says why and which field (see ErrorResponse). */

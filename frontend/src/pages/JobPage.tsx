@@ -17,6 +17,7 @@ import { LATEST } from './job/actions';
 import { CheckpointsPanel } from './job/CheckpointsPanel';
 import { CloneDialog } from './job/CloneDialog';
 import { DownloadCsvLink } from './job/DownloadCsvLink';
+import { EstimateAccuracy } from './job/EstimateAccuracy';
 import { JobActions } from './job/JobActions';
 import { JobFacts } from './job/JobFacts';
 import { JobStatusLine } from './job/JobStatusLine';
@@ -239,6 +240,8 @@ export function JobPage({ jobId }: { jobId: string }) {
         />
         <LogsPanel jobId={job.id} terminal={terminal} />
       </div>
+
+      <EstimateAccuracy api={api} jobId={job.id} terminal={terminal} />
 
       <SamplesPanel jobId={job.id} terminal={terminal} />
 

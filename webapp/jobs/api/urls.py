@@ -2,7 +2,7 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from webapp.jobs.api import account_views, admin_views
-from webapp.jobs.api.estimate_views import JobEstimateView
+from webapp.jobs.api.estimate_views import JobAccuracyView, JobEstimateView
 from webapp.jobs.api.streams import JobEventStreamView
 from webapp.jobs.api.views import JobViewSet, MeView, PresetsView
 
@@ -28,6 +28,7 @@ urlpatterns = [
     path("admin/cluster", admin_views.AdminClusterView.as_view(), name="admin-cluster"),
     path("admin/audit", admin_views.AdminAuditView.as_view(), name="admin-audit"),
     re_path(r"^jobs/estimate/?$", JobEstimateView.as_view(), name="job-estimate"),
+    re_path(r"^jobs/(?P<pk>[0-9a-fA-F-]{32,36})/estimate/?$", JobAccuracyView.as_view(), name="job-estimate-accuracy"),
     re_path(r"^jobs/(?P<pk>[0-9a-fA-F-]{32,36})/events/stream/?$", JobEventStreamView.as_view(), name="job-stream"),
     path("", include("webapp.datasets.api.urls")),
     *router.urls,

@@ -1,5 +1,6 @@
-"""A job's estimate before it is submitted: the simulator's forecast of its run, its cost at the
-tenant's price, how long it would wait for admission, and what would refuse or stop it.
+"""A job's estimate before it is submitted: the simulator's forecast of its run (on its own GPUs,
+and alone on an idle cluster), its cost at the tenant's price, how long it would wait for
+admission, what would refuse or stop it, and how far the tenant's recent estimates landed.
 
 Nothing is written: the spec goes through submit's validation (a bad one raises the same
 ``SpecInvalid``), the limits submit and admission apply are read without locks, and each
@@ -19,6 +20,7 @@ from tenants.models import BudgetAction, Quota, Tenant
 from webapp import engine_gateway
 from webapp.datasets.services import resolve_dataset_refs
 from webapp.jobs.admission import holding_jobs
+from webapp.jobs.estimate.accuracy import tenant_record
 from webapp.jobs.models import Job, JobStatus
 from webapp.jobs.queue_wait import HeldJob, QueuedJob, TenantLimits, queue_wait_s
 from webapp.jobs.selectors import submit_cap_counts
@@ -76,6 +78,11 @@ def job_estimate(*, tenant: Tenant, spec: Mapping[str, Any]) -> dict[str, Any]:
         "total_s": forecast["total_s"],
         "gpu_hours": gpu_hours,
         "tokens_per_step": forecast["tokens_per_step"],
+        "idle_cluster": {
+            "step_s": forecast["idle_cluster"]["step_s"],
+            "total_s": forecast["idle_cluster"]["total_s"],
+            "gpu_hours": forecast["idle_cluster"]["device_seconds"] / 3600.0,
+        },
         "cost": {
             "amount": float(round(Decimal(gpu_hours) * price, 2)),
             "currency": settings.BILLING_CURRENCY,
@@ -86,6 +93,7 @@ def job_estimate(*, tenant: Tenant, spec: Mapping[str, Any]) -> dict[str, Any]:
         "blocked": bool(blockers),
         "blockers": blockers,
         "warnings": warnings,
+        "record": tenant_record(tenant_id=tenant.pk),
     }
 
 

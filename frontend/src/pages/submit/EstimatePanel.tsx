@@ -7,6 +7,7 @@ import {
   formatCost,
   formatDuration,
   formatQueueWait,
+  formatRecord,
   specToEstimate,
   type JobEstimate,
 } from './estimate';
@@ -86,9 +87,11 @@ function EstimateTable({ estimate }: { estimate: JobEstimate }) {
   const rows: [string, string, string][] = [
     ['step', 'Per step', formatDuration(estimate.step_s)],
     ['total', 'Total', `${formatDuration(estimate.total_s)} for ${estimate.steps} steps`],
+    ['idle', 'On an idle cluster', formatDuration(estimate.idle_cluster.total_s)],
     ['gpu-hours', 'GPU-hours', `${estimate.gpu_hours.toFixed(2)} (${estimate.num_gpus} ${estimate.device_type})`],
     ['cost', 'Cost', formatCost(estimate)],
     ['queue', 'Queue wait', formatQueueWait(estimate)],
+    ['record', 'Past error', formatRecord(estimate.record)],
   ];
   const price = estimate.cost.price_source === 'tenant' ? "your tenant's price" : "the service's price";
   return (
@@ -116,8 +119,9 @@ function EstimateTable({ estimate }: { estimate: JobEstimate }) {
         </p>
       ))}
       <p className="muted hint">
-        The simulator ran {estimate.simulated_steps} of {estimate.steps} steps alone on the cluster; times are the
-        cluster&apos;s seconds. Cost at {estimate.cost.gpu_hour_price} {estimate.cost.currency} per GPU-hour ({price}).
+        The simulator ran {estimate.simulated_steps} of {estimate.steps} steps on the job&apos;s own GPUs (a busy
+        cluster); idle GPUs lent to it make it faster. Times are the cluster&apos;s seconds; past error is the median
+        over your tenant&apos;s last finished jobs (+: they took less than estimated). Cost at {estimate.cost.gpu_hour_price} {estimate.cost.currency} per GPU-hour ({price}).
       </p>
     </>
   );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, formatQueueWait, specToEstimate, type JobEstimate } from './estimate';
+import { formatDuration, formatQueueWait, formatRecord, specToEstimate, type JobEstimate } from './estimate';
 
 describe('formatDuration', () => {
   it('picks the unit a person reads', () => {
@@ -27,5 +27,13 @@ describe('specToEstimate', () => {
     expect(specToEstimate('{"model": ')).toBeNull();
     expect(specToEstimate('[1]')).toBeNull();
     expect(specToEstimate('null')).toBeNull();
+  });
+});
+
+describe('formatRecord', () => {
+  it('gives the median error of past jobs, signed', () => {
+    expect(formatRecord(null)).toBe('none yet');
+    expect(formatRecord({ jobs: 3, step_s_error: 0.041, gpu_hours_error: null })).toBe('+4% (3 jobs)');
+    expect(formatRecord({ jobs: 1, step_s_error: -0.3, gpu_hours_error: -0.1 })).toBe('-30% (1 job)');
   });
 });

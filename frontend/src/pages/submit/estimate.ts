@@ -28,6 +28,13 @@ export function formatQueueWait(estimate: JobEstimate): string {
   return `about ${formatDuration(wait_s)} (${jobs_ahead} job${jobs_ahead === 1 ? '' : 's'} ahead)`;
 }
 
+/** How far the tenant's recent estimates landed: `+4% (3 jobs)`, or `none yet`. */
+export function formatRecord(record: JobEstimate['record']): string {
+  if (record === null) return 'none yet';
+  const percent = Math.round(record.step_s_error * 100);
+  return `${percent >= 0 ? '+' : ''}${percent}% (${record.jobs} job${record.jobs === 1 ? '' : 's'})`;
+}
+
 /** The spec to estimate, or null while the text is not a JSON object (nothing to ask). */
 export function specToEstimate(specText: string): Record<string, unknown> | null {
   try {
