@@ -5,6 +5,7 @@ the in-process engine."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import tempfile
@@ -89,11 +90,28 @@ def engine_speed() -> Iterator[Any]:
 @pytest.fixture()
 def celery_worker_thread(isolated_redis: None, transactional_db: None) -> Iterator[None]:
     """A real Celery worker consuming the test queue, plus beat (the event pump) every second."""
+    with in_thread_worker():
+        yield
+
+
+@contextlib.contextmanager
+def in_thread_worker() -> Iterator[None]:
+    """A solo Celery worker in a thread of this process, and beat in another.
+
+    The calling thread's database connections are handed back first. A solo pool sends
+    ``worker_process_init`` from the thread that builds the worker, and Celery's Django fixup
+    answers it as a freshly forked child would: it closes the file descriptor under each of that
+    thread's open connections, then returns them to the process's connection pool. The pool
+    then holds a connection whose descriptor number the next socket reuses, and a health check
+    on it writes to that socket and waits forever for PostgreSQL's answer.
+    """
     from celery.beat import EmbeddedService
     from celery.contrib.testing.worker import start_worker
+    from django.db import connections
 
     from webapp.celery_app import app
 
+    connections.close_all()
     with app.connection_for_write() as conn:
         conn.default_channel.queue_purge(TEST_NAMESPACE)
     beat = EmbeddedService(app, thread=True, schedule_filename=tempfile.mktemp(prefix="beat-"))

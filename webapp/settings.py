@@ -107,8 +107,14 @@ if STANDALONE:
 else:
     # A connection pool per process, not persistent connections: under ASGI every request runs
     # in a fresh thread, so a per-thread connection is opened per request and lingers until
-    # garbage collection (a benchmark at 50 clients ran Postgres out of connections).
-    DATABASES = {"default": dj_database_url.parse(env_str("DATABASE_URL", DEFAULT_DATABASE_URL), conn_max_age=0)}
+    # garbage collection (a benchmark at 50 clients ran Postgres out of connections). A pooled
+    # connection is checked as it is taken (one empty round trip): after a PostgreSQL restart
+    # every idle one in the pool is dead, and a Celery pool process's pool outlives its tasks.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            env_str("DATABASE_URL", DEFAULT_DATABASE_URL), conn_max_age=0, conn_health_checks=True
+        )
+    }
     DATABASES["default"]["OPTIONS"] = {
         "pool": {
             "min_size": int(env_float("DB_POOL_MIN", 4)),
