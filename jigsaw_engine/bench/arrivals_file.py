@@ -13,7 +13,7 @@
 A job's priority is its pipeline's ``priority``, as for a job submitted to the service.
 
 ``jigsaw simulate --arrivals FILE`` runs every policy on it under the service's admission;
-``scripts/make_arrivals.py`` (or :func:`~jigsaw_engine.bench.arrivals_gen.generate_arrivals`)
+``jigsaw arrivals`` (:func:`~jigsaw_engine.bench.arrivals_gen.generate_arrivals`)
 writes one at a chosen offered load. Every problem is reported with its field path.
 """
 
