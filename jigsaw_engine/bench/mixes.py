@@ -3,7 +3,8 @@
 Every mix is written in the same mapping format a user submits (``cluster`` plus a list of
 pipeline specs) and goes through :func:`~jigsaw_engine.spec.workload_file.parse_workload`, so a
 mix can never drift from what the parser accepts. All pipelines run GRPO with 64 prompts x 4
-responses and an 8192-token response cap; pipeline ``i`` of a mix gets seed ``i + 1``.
+responses and an 8192-token response cap (the long-response mixes: x 8 and 16,384); pipeline
+``i`` of a mix gets seed ``i + 1``.
 
 Resources are chosen the way a user of a dedicated partition would choose them:
 
@@ -181,14 +182,23 @@ def mix_document(name: str, *, variant: str | None = None) -> dict[str, Any]:
     }
 
 
-def _pipeline(index: int, p: PipelineTemplate, *, num_gpus: int, tp: int, staleness: int) -> dict[str, Any]:
+def _pipeline(
+    index: int,
+    p: PipelineTemplate,
+    *,
+    num_gpus: int,
+    tp: int,
+    staleness: int,
+    responses: int = RESPONSES_PER_PROMPT,
+    max_response: int = MAX_RESPONSE_TOKENS,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "name": f"{p.workload}-{p.model}-{index}",
         "algorithm": "grpo",
         "model": p.model,
         "workload": p.workload,
         "data": {"train_batch_size": PROMPTS_PER_STEP},
-        "rollout": {"n": RESPONSES_PER_PROMPT, "max_response_length": MAX_RESPONSE_TOKENS},
+        "rollout": {"n": responses, "max_response_length": max_response},
         "resources": {"num_gpus": num_gpus, "tp": tp},
         "seed": index + 1,
     }
@@ -269,3 +279,45 @@ def random_mix_document(seed: int) -> dict[str, Any]:
 
 def build_random_mix(seed: int) -> WorkloadFile:
     return parse_workload(random_mix_document(seed))
+
+
+LONG_CLUSTERS = ((1, 8, "h100"), (2, 8, "h100"))
+LONG_WORKLOADS = ("math", "aime_refine")
+LONG_RESPONSES_PER_PROMPT = 8
+LONG_MAX_RESPONSE_TOKENS = 16384
+
+
+def long_mix_document(seed: int) -> dict[str, Any]:
+    """A long-response mix drawn from ``seed`` (``jigsaw bench --long N`` uses seeds 0..N-1):
+    2-4 synchronous math and AIME self-refine pipelines of catalogue models, 8 responses per
+    prompt up to 16,384 tokens, on 8 or 16 H100s. Each asks for a power of two (at least its
+    ``tp``) by the rules of M0-M5, but in proportion to a drawn share rather than its parameter
+    count, as users ask for what they have: a large model on few devices then runs a first
+    step longer than the other pipelines' whole runs, and the devices they leave behind are
+    where the look-ahead's resize is easiest to misjudge."""
+    rng = random.Random(f"jigsaw-long-mix-{seed}")
+    nodes, per_node, device = rng.choice(LONG_CLUSTERS)
+    total = nodes * per_node
+    templates = [_p(rng.choice(LONG_WORKLOADS), rng.choice(RANDOM_MODELS)) for _ in range(rng.randint(2, 4))]
+    memory_bytes = load_device_profile(device).memory_bytes
+    tps = [_rollout_tp(p.model, memory_bytes) for p in templates]
+    gpus = _split_devices(total, [rng.uniform(0.1, 1.0) for _ in templates], tps)
+    return {
+        "cluster": {"num_nodes": nodes, "devices_per_node": per_node, "device_type": device},
+        "pipelines": [
+            _pipeline(
+                i,
+                p,
+                num_gpus=g,
+                tp=tp,
+                staleness=0,
+                responses=LONG_RESPONSES_PER_PROMPT,
+                max_response=LONG_MAX_RESPONSE_TOKENS,
+            )
+            for i, (p, g, tp) in enumerate(zip(templates, gpus, tps, strict=True))
+        ],
+    }
+
+
+def build_long_mix(seed: int) -> WorkloadFile:
+    return parse_workload(long_mix_document(seed))

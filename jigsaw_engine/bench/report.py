@@ -92,23 +92,10 @@ def summary_markdown(result: dict[str, Any], plots: list[str]) -> str:
             lines.append(
                 "| " + " | ".join([label, *(_fmt(f[a]["throughput_tokens_per_s"] / base) for a in ablations)]) + " |"
             )
-    if "random" in result:
-        rnd = result["random"]
-        lines += [
-            "",
-            "## Random mixes",
-            "",
-            f"jigsaw reached the best baseline on {rnd['wins']} of {rnd['count']} random mixes "
-            f"({rnd['steps']} steps each; `jigsaw bench --random {rnd['count']}`).",
-        ]
-        losses = [m for m in rnd["mixes"] if m["jigsaw/best baseline"] < 1.0]
-        if losses:
-            lines += ["", "| seed | cluster | pipelines | best baseline | jigsaw / it |", "|---|---|---|---|---|"]
-            for m in losses:
-                lines.append(
-                    f"| {m['seed']} | {m['cluster']} | {m['pipelines']} | {m['best_baseline']} "
-                    f"| {m['jigsaw/best baseline']:.3f} |"
-                )
+    lines += _greedy_by_seed(result)
+    for key, title, flag in (("random", "Random mixes", "--random"), ("long", "Long-response mixes", "--long")):
+        if key in result:
+            lines += _drawn_section(result[key], title, flag)
     if "scale" in result:
         sc = result["scale"]
         lines += [
@@ -122,6 +109,52 @@ def summary_markdown(result: dict[str, Any], plots: list[str]) -> str:
     lines += ["", "## Plots", ""]
     lines += [f"![{p}]({p})" for p in plots] or ["(skipped: matplotlib is not installed)"]
     return "\n".join(lines) + "\n"
+
+
+def _greedy_by_seed(result: dict[str, Any]) -> list[str]:
+    """jigsaw over greedy on every mix and seed: the look-ahead must never lose to its absence."""
+    rows = {
+        label: cell["jigsaw/greedy by seed"]
+        for label, cell in result["mixes"].items()
+        if "jigsaw/greedy by seed" in cell
+    }
+    if not rows:
+        return []
+    seeds = result["config"]["seeds"]
+    lines = ["", "## jigsaw / greedy by seed", ""]
+    lines += ["| mix | " + " | ".join(f"seed {s}" for s in seeds) + " | min |", "|---" * (len(seeds) + 2) + "|"]
+    for label, values in rows.items():
+        lines.append("| " + " | ".join([label, *(f"{v:.3f}" for v in values), f"{min(values):.3f}"]) + " |")
+    return lines
+
+
+def _drawn_section(rnd: dict[str, Any], title: str, flag: str) -> list[str]:
+    """A drawn family's section: wins over the best baseline, jigsaw over greedy, the losses."""
+    lines = ["", f"## {title}", ""]
+    lines.append(
+        f"jigsaw reached the best baseline on {rnd['wins']} of {rnd['count']} {title.lower()} "
+        f"({rnd['steps']} steps each; `jigsaw bench {flag} {rnd['count']}`)."
+    )
+    if rnd.get("min jigsaw/greedy") is not None:
+        lines.append(f"jigsaw / greedy: mean {rnd['mean jigsaw/greedy']:.4f}, lowest {rnd['min jigsaw/greedy']:.3f}.")
+    shown = [
+        m
+        for m in rnd["mixes"]
+        if (m["jigsaw/best baseline"] is not None and m["jigsaw/best baseline"] < 1.0)
+        or (m.get("jigsaw/greedy") is not None and m["jigsaw/greedy"] < 1.0)
+    ]
+    if shown:
+        lines += [
+            "",
+            "| seed | cluster | pipelines | best baseline | jigsaw / it | jigsaw / greedy |",
+            "|---|---|---|---|---|---|",
+        ]
+        for m in shown:
+            lines.append(
+                f"| {m['seed']} | {m['cluster']} | {m['pipelines']} | {m['best_baseline'] or 'n/a'} "
+                f"| {_fmt(m['jigsaw/best baseline'], '{:.3f}')} | {_fmt(m.get('jigsaw/greedy'), '{:.3f}')} |"
+            )
+    return lines
 
 
 def write_report(result: dict[str, Any], out: Path, timelines: list[str]) -> list[Path]:

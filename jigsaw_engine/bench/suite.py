@@ -2,9 +2,11 @@
 
 Each (mix, seed) is one :func:`~jigsaw_engine.bench.simulate.simulate_workload` call, so all
 policies of a cell share the controller, cost model, sampled rollouts and lower bound. The
-headline ratios are of medians over seeds. Random mixes (``--random N``) are drawn by
-:func:`~jigsaw_engine.bench.mixes.random_mix_document` and scored by whether ``jigsaw`` reaches
-the best baseline.
+headline ratios are of medians over seeds, and each mix also keeps ``jigsaw`` over ``greedy``
+seed by seed (the look-ahead must never lose to its absence). Random mixes (``--random N``,
+:func:`~jigsaw_engine.bench.mixes.random_mix_document`) and long-response mixes (``--long N``,
+:func:`~jigsaw_engine.bench.mixes.long_mix_document`) are scored by whether ``jigsaw`` reaches
+the best baseline and by ``jigsaw`` over ``greedy``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jigsaw_engine.bench.mixes import build_mix, build_random_mix, mix_document
+from jigsaw_engine.bench.mixes import build_long_mix, build_mix, build_random_mix, mix_document
 from jigsaw_engine.bench.simulate import POLICIES, PolicyRun, prepare, run_policy, simulate_workload
 from jigsaw_engine.spec.workload_file import WorkloadFile, parse_workload
 
@@ -55,6 +57,8 @@ class SuiteConfig:
     policies: tuple[str, ...] = SUITE_POLICIES
     random_mixes: int = 0
     random_steps: int = 10
+    long_mixes: int = 0
+    """Long-response mixes (:func:`~jigsaw_engine.bench.mixes.long_mix_document`), at ``random_steps``."""
     scale: bool = False
     """Also time jigsaw's decisions at 1024 GPUs x 64 pipelines (:func:`run_scale`)."""
 
@@ -111,13 +115,19 @@ def run_suite(
                     if chosen in runs:
                         on_timeline(policy, runs[chosen])
         mixes[label] = _medians(per_seed, workload)
+        if "jigsaw" in per_seed[0] and "greedy" in per_seed[0]:
+            mixes[label]["jigsaw/greedy by seed"] = [_over(cell, "jigsaw", "greedy") for cell in per_seed]
     result: dict[str, Any] = {
         "config": {"seeds": list(config.seeds), "steps": config.steps, "policies": list(config.policies)},
         "mixes": mixes,
         "ratios": _headline_ratios(mixes),
     }
     if config.random_mixes:
-        result["random"] = run_random(config.random_mixes, config.random_steps, progress)
+        result["random"] = run_random(config.random_mixes, config.random_steps, progress, config.policies)
+    if config.long_mixes:
+        result["long"] = run_random(
+            config.long_mixes, config.random_steps, progress, config.policies, family="long-response"
+        )
     if config.scale:
         progress("scaling run: 1024 GPUs x 64 pipelines")
         result["scale"] = run_scale()
@@ -126,6 +136,10 @@ def run_suite(
 
 def _drop(name: str, run: PolicyRun) -> None:
     return None
+
+
+def _over(cell: dict[str, dict[str, float]], num: str, den: str) -> float:
+    return cell[num]["throughput_tokens_per_s"] / cell[den]["throughput_tokens_per_s"]
 
 
 def _medians(per_seed: list[dict[str, dict[str, float]]], workload: WorkloadFile) -> dict[str, Any]:
@@ -181,26 +195,52 @@ def _headline_ratios(mixes: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_random(count: int, steps: int, progress: Progress = lambda _: None) -> dict[str, Any]:
-    """``jigsaw`` against every baseline on ``count`` random mixes (seed 0 of each)."""
-    rows = []
+DRAWN_FAMILIES: dict[str, Callable[[int], WorkloadFile]] = {
+    "random": build_random_mix,
+    "long-response": build_long_mix,
+}
+"""Mixes drawn from a seed, by family (``jigsaw bench --random N`` / ``--long N``)."""
+
+
+def run_random(
+    count: int,
+    steps: int,
+    progress: Progress = lambda _: None,
+    policies: tuple[str, ...] = SUITE_POLICIES,
+    family: str = "random",
+) -> dict[str, Any]:
+    """``jigsaw`` against the baselines and ``greedy`` of ``policies`` on ``count`` mixes of a
+    drawn family (mix seeds 0..count-1, simulation seed 0 of each)."""
+    build = DRAWN_FAMILIES[family]
+    run = [p for p in (*BASELINES, "greedy") if p in policies]
+    rows: list[dict[str, Any]] = []
     for seed in range(count):
-        progress(f"random mix {seed + 1}/{count}")
-        workload = build_random_mix(seed)
-        report = simulate_workload(workload, [*BASELINES, "jigsaw"], steps=steps, seed=0, timing=False)
+        progress(f"{family} mix {seed + 1}/{count}")
+        workload = build(seed)
+        report = simulate_workload(workload, [*run, "jigsaw"], steps=steps, seed=0, timing=False)
         tput = {p: r["throughput_tokens_per_s"] for p, r in report["policies"].items()}
-        best = max(BASELINES, key=lambda b: tput[b])
+        best = max((b for b in BASELINES if b in tput), key=lambda b: tput[b], default=None)
         rows.append(
             {
                 "seed": seed,
                 "cluster": f"{workload.cluster.num_devices}x{workload.cluster.device_type}",
                 "pipelines": len(workload.pipelines),
                 "best_baseline": best,
-                "jigsaw/best baseline": tput["jigsaw"] / tput[best],
+                "jigsaw/best baseline": tput["jigsaw"] / tput[best] if best else None,
+                "jigsaw/greedy": tput["jigsaw"] / tput["greedy"] if "greedy" in tput else None,
             }
         )
-    wins = sum(1 for r in rows if r["jigsaw/best baseline"] >= 1.0)
-    return {"count": count, "steps": steps, "wins": wins, "mixes": rows}
+    wins = sum(1 for r in rows if r["jigsaw/best baseline"] is not None and r["jigsaw/best baseline"] >= 1.0)
+    over_greedy: list[float] = [r["jigsaw/greedy"] for r in rows if r["jigsaw/greedy"] is not None]
+    return {
+        "family": family,
+        "count": count,
+        "steps": steps,
+        "wins": wins,
+        "min jigsaw/greedy": min(over_greedy) if over_greedy else None,
+        "mean jigsaw/greedy": statistics.fmean(over_greedy) if over_greedy else None,
+        "mixes": rows,
+    }
 
 
 def run_scale(devices: int = 1024, replicas: int = 8, steps: int = 3) -> dict[str, Any]:

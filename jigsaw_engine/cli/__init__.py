@@ -85,11 +85,12 @@ def _bench(args: argparse.Namespace) -> int:
         return bench_arrivals(args)
     policies = known_names("--policies", args.policies, AVAILABLE)
     mixes: tuple[str, ...] = ()
-    if args.mixes or not (args.random or args.scale):  # only random mixes or the scaling run: none
+    if args.mixes or not (args.random or args.long or args.scale):  # only drawn mixes or the scaling run: none
         mixes = known_names("--mixes", args.mixes, [label for label, _, _ in SUITE_MIXES])
     at_least("--seeds", args.seeds, 1)
     at_least("--steps", args.steps, 1)
     at_least("--random", args.random, 0)
+    at_least("--long", args.long, 0)
     if args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out}: is a file; give a folder for the report")
     try:
@@ -102,6 +103,7 @@ def _bench(args: argparse.Namespace) -> int:
         steps=args.steps,
         policies=policies,
         random_mixes=args.random,
+        long_mixes=args.long,
         scale=args.scale,
     )
     started = time.monotonic()
@@ -269,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--steps", type=int, default=SUITE_CONFIG.steps)
     b.add_argument("--policies", default=",".join(SUITE_CONFIG.policies))
     b.add_argument("--random", type=int, default=0, help="also score jigsaw on N random mixes")
+    b.add_argument("--long", type=int, default=0, help="also score jigsaw on N long-response mixes")
     b.add_argument("--scale", action="store_true", help="also time decisions at 1024 GPUs x 64 pipelines")
     b.add_argument(
         "--arrivals",

@@ -177,12 +177,19 @@ def test_bench_writes_a_report_folder(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "--mixes: unknown M9" in capsys.readouterr().err
 
 
-def test_random_mixes_are_reproducible_and_valid() -> None:
-    from jigsaw_engine.bench.mixes import build_random_mix, random_mix_document
-
-    assert random_mix_document(7) == random_mix_document(7)
-    assert random_mix_document(7) != random_mix_document(8)
-    for seed in range(10):
-        workload = build_random_mix(seed)  # parses: every pipeline fits its cluster
-        assert 1 <= len(workload.pipelines) <= 6
-        assert sum(p["resources"]["num_gpus"] for p in workload.pipelines) == workload.cluster.num_devices
+def test_bench_scores_long_response_mixes_against_greedy(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    args = ["bench", "--out", str(out), "--mixes", "M3", "--seeds", "2", "--steps", "2", "--policies", "greedy,jigsaw"]
+    assert main([*args, "--long", "1"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    m3 = results["mixes"]["M3"]
+    by_seed = m3["jigsaw/greedy by seed"]
+    assert len(by_seed) == 2 and min(by_seed) > 0
+    long = results["long"]
+    assert (long["family"], long["count"]) == ("long-response", 1)
+    assert long["mixes"][0]["best_baseline"] is None  # no baseline was asked for
+    assert long["min jigsaw/greedy"] == long["mixes"][0]["jigsaw/greedy"]
+    summary = (out / "summary.md").read_text()
+    row = f"| M3 | {by_seed[0]:.3f} | {by_seed[1]:.3f} | {min(by_seed):.3f} |"
+    assert "## jigsaw / greedy by seed" in summary and row in summary
+    assert "## Long-response mixes" in summary and "`jigsaw bench --long 1`" in summary

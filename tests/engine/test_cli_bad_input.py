@@ -84,6 +84,7 @@ CASES = [
     ("bench --out {dir}/report --mixes M3 --seeds -2", "--seeds: must be >= 1, got -2"),
     ("bench --out {dir}/report --mixes M3 --steps x", "--steps"),
     ("bench --out {dir}/report --mixes M3 --seeds 1 --steps 1 --policies verl --random -1", "--random: must be >= 0"),
+    ("bench --out {dir}/report --mixes M3 --seeds 1 --steps 1 --policies verl --long -1", "--long: must be >= 0"),
     ("bench --out {dir}/list.yaml --mixes M3 --seeds 1 --steps 1 --policies verl", "--out {dir}/list.yaml: is a file"),
     ("bench --out {dir}/report --mixes MT --seeds 1 --steps 1 --policies verl", "math_dapo_qwen2.5-32b.json not found"),
 ]

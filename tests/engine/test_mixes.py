@@ -1,12 +1,24 @@
-"""The benchmark mixes M0-M5: they parse, fill their cluster exactly and fit on their devices."""
+"""The benchmark mixes, built-in and drawn: they parse, fill their cluster exactly and fit on their devices."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
-from jigsaw_engine.bench.mixes import MAX_RESPONSE_TOKENS, MIXES, build_mix
+from jigsaw_engine.bench.mixes import (
+    MAX_RESPONSE_TOKENS,
+    MIXES,
+    build_long_mix,
+    build_mix,
+    build_random_mix,
+    long_mix_document,
+    random_mix_document,
+)
 from jigsaw_engine.errors import SpecError
 from jigsaw_engine.spec.pipeline import Algorithm, SyncMode, parse_pipeline_spec
+from jigsaw_engine.spec.workload_file import WorkloadFile
 from tests.engine.builders import make_cost
 
 ALL_VARIANTS = [(name, variant) for name, mix in MIXES.items() for variant in mix.variants]
@@ -131,3 +143,26 @@ def test_unknown_variant_lists_the_known_variants() -> None:
     (error,) = info.value.errors
     assert error.field == "variant"
     assert "8xh100, 16xa100, 32xa100, 64xa100" in error.message
+
+
+@pytest.mark.parametrize(
+    ("document", "build", "sizes"),
+    [(random_mix_document, build_random_mix, range(1, 7)), (long_mix_document, build_long_mix, range(2, 5))],
+)
+def test_drawn_mixes_are_reproducible_and_valid(
+    document: Callable[[int], dict[str, Any]], build: Callable[[int], WorkloadFile], sizes: range
+) -> None:
+    assert document(7) == document(7)
+    assert document(7) != document(8)
+    for seed in range(10):
+        workload = build(seed)  # parses: every pipeline fits its cluster
+        assert len(workload.pipelines) in sizes
+        assert sum(p["resources"]["num_gpus"] for p in workload.pipelines) == workload.cluster.num_devices
+
+
+def test_long_response_mixes_are_synchronous_math_and_aime_with_long_responses() -> None:
+    for seed in range(10):
+        for raw in build_long_mix(seed).pipelines:
+            spec = parse_pipeline_spec(raw)
+            assert spec.workload.name in ("math", "aime_refine") and spec.mode is SyncMode.SYNC
+            assert (spec.rollout.n, spec.rollout.max_response_length) == (8, 16384)
