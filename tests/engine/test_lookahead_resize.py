@@ -134,8 +134,9 @@ def _long_response_mix() -> WorkloadFile:
 
 def test_a_pipeline_left_alone_takes_every_device_it_is_projected_to_gain_from() -> None:
     # Its profile projects each step shorter on every device more (its training is data
-    # parallel), and nobody else owns one: the look-ahead takes all 8 at once, as greedy does,
-    # where growing only by doubling cost its second step a third of its length on 4.
+    # parallel), and no other pipeline is left to use one: the look-ahead takes all 8 at once,
+    # as greedy does, where growing only by doubling cost its second step a third of its
+    # length on 4.
     workload = _long_response_mix()
     specs = prepare(workload, steps=2, seed=0)
     runs = {p: run_policy(POLICIES[p], workload.cluster, specs) for p in ("jigsaw", "greedy")}

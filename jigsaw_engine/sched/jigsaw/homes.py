@@ -22,11 +22,10 @@ from jigsaw_engine.spec.pipeline import PipelineSpec, ResourceSpec, SyncMode
 PROFILE_ALPHA = 0.5
 """Weight of the newest step in a pipeline's step profile (look-ahead resize)."""
 MAX_RESIZE_FACTOR = 2
-"""A look-ahead resize at most halves a home per step: the step profile is measured at one
-width, and a rollout on far fewer workers is slower than the profile says. Growth is not
-capped: a rollout on more workers is faster than the profile says, so the width it projects
-is, if anything, too narrow, and a cap would keep devices nobody owns idle although the
-projection says they shorten the step (a projected loss taken; greedy takes them)."""
+"""A look-ahead resize at most doubles or halves a home per step: the step profile is measured
+at one width (one step's sampling noise in it), and a rollout on far fewer workers is slower
+than the profile says. A pipeline running alone grows at once: the devices a cap would keep
+from it serve no one, while its profile projects each of them to shorten its step."""
 MIN_SHRINK_GAIN = 0.05
 """A look-ahead resize shrinks a home only if that brings the latest projected completion in
 by at least this fraction."""
@@ -100,7 +99,9 @@ class Homes:
             target = self._target_width(view, pipeline_id, step)
             if self.options.lookahead and pipeline_id in self.profiles:
                 low = max(_min_width(asked), len(home) // MAX_RESIZE_FACTOR // asked.tp * asked.tp)
-                target = max(target, low)  # growth uncapped: see MAX_RESIZE_FACTOR
+                target = max(target, low)
+                if len(view.specs) > 1:  # alone, it grows at once (MAX_RESIZE_FACTOR)
+                    target = min(target, MAX_RESIZE_FACTOR * len(home))
                 # Only a sync pipeline shrinks: it is between steps now. An async one may have an
                 # earlier step still to train on the devices it was built for.
                 if target < len(home) and view.specs[pipeline_id].mode is SyncMode.SYNC:
