@@ -13,6 +13,7 @@ from typing import Any
 from jigsaw_engine.bench.compare import compare_policies, pipeline_figures, policy_figures
 from jigsaw_engine.bench.muxserve_plan import plan_muxserve
 from jigsaw_engine.bench.rollmux_plan import plan_rollmux
+from jigsaw_engine.bench.steady_window import steady_throughput
 from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.control.run_record import RunRecord
 from jigsaw_engine.cost.cost_model import RooflineCostModel
@@ -234,7 +235,9 @@ def run_policy(policy: Policy, cluster: ClusterSpec, specs: dict[str, PipelineSp
 
 def summarize(run: PolicyRun, cluster: ClusterSpec, *, timing: bool) -> dict[str, Any]:
     """The run's figures (:func:`~jigsaw_engine.bench.compare.policy_figures`) and the
-    simulator's own: effective MFU, where device time went, decision latencies."""
+    simulator's own: effective MFU, where device time went, decision latencies, and the
+    throughput in the steady window while every pipeline runs (None where pipelines run one
+    after another)."""
     c = run.controller
     device = load_device_profile(cluster.device_type)
     tokens = sum(r.tokens for r in c.finished_runs().values())
@@ -251,6 +254,9 @@ def summarize(run: PolicyRun, cluster: ClusterSpec, *, timing: bool) -> dict[str
             "rollout_gpus": run.specs[pid].resources.rollout_gpus,
         }
     out = policy_figures(tokens, run.makespan_s, pipelines)
+    steady = steady_throughput(c.finished_runs(), c.finished_steps)
+    out["steady_throughput_tokens_per_s"] = steady["tokens_per_s"] if steady else None
+    out["steady_window_s"] = steady["window_s"] if steady else None
     out["effective_mfu"] = flops / (cluster.num_devices * device.peak_flops_bf16 * run.makespan_s)
     out["gpu_time_breakdown"] = {k: busy[k] / (cluster.num_devices * run.makespan_s) for k in sorted(busy)}
     if timing:

@@ -53,13 +53,17 @@ def _print_table(result: dict[str, Any]) -> None:
     cluster = result["cluster"]
     bound_s = result["lower_bound"]["practical_s"]
     print(f"cluster: {cluster['num_devices']} x {cluster['device_type']}; practical lower bound {bound_s:.0f} s")
-    print(f"{'policy':16s} {'tokens/s':>10s} {'MFU':>6s} {'makespan s':>11s} {'LB ratio':>9s} {'idle':>6s}")
+    print(
+        f"{'policy':16s} {'tokens/s':>10s} {'steady':>10s} {'MFU':>6s} {'makespan s':>11s} {'LB ratio':>9s} "
+        f"{'idle':>6s}"
+    )
     for name, r in result["policies"].items():
         chosen = f"  (= {r['chosen']})" if "chosen" in r else ""
         idle = r["gpu_time_breakdown"].get("idle", 0.0)
+        steady = r.get("steady_throughput_tokens_per_s")
         figures = (
-            f"{r['throughput_tokens_per_s']:10.0f} {r['effective_mfu']:6.1%} {r['makespan_s']:11.0f} "
-            f"{r['lower_bound_ratio']:9.2f} {idle:6.1%}"
+            f"{r['throughput_tokens_per_s']:10.0f} {'-' if steady is None else f'{steady:.0f}':>10s} "
+            f"{r['effective_mfu']:6.1%} {r['makespan_s']:11.0f} {r['lower_bound_ratio']:9.2f} {idle:6.1%}"
         )
         print(f"{name:16s} {figures}{chosen}")
 
