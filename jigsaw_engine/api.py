@@ -46,6 +46,7 @@ __all__ = [
     "decide_admission",
     "failpoint",
     "forecast_job",
+    "list_models",
     "list_presets",
     "resolve_spec",
     "start_local_engine",
@@ -147,6 +148,16 @@ def list_presets(*, mode: EngineMode = "simulated", model_roots: Sequence[str] =
     for each checkpoint in ``model_roots``."""
     chosen = [*REAL_PRESETS, *checkpoint_presets(model_roots)] if mode == "real" else PRESETS
     return [{"name": p.name, "title": p.title, "spec": dict(p.spec)} for p in chosen]
+
+
+def list_models(*, mode: EngineMode = "simulated", model_roots: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """What a spec may name as its ``model`` in this mode (``spec/model_list.py``), each with
+    the value to put in the spec and the presets that use it."""
+    from jigsaw_engine.spec.model_list import list_models as models_here
+
+    real = mode == "real"
+    presets = [*REAL_PRESETS, *checkpoint_presets(model_roots)] if real else list(PRESETS)
+    return models_here(real=real, model_roots=model_roots, presets=presets)
 
 
 def forecast_job(spec: Mapping[str, Any], cluster: ClusterSpec, *, mode: EngineMode = "simulated") -> dict[str, Any]:

@@ -39,6 +39,7 @@ __all__ = [
     "failpoint",
     "forecast_job",
     "known_engine_id",
+    "list_models",
     "list_presets",
     "pause_pipeline",
     "pipeline_states",
@@ -129,6 +130,11 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def list_presets() -> list[dict[str, Any]]:
     return engine_api.list_presets(mode=_config().mode, model_roots=settings.ENGINE_MODEL_ROOTS)
+
+
+def list_models() -> list[dict[str, Any]]:
+    """What a job may train in the engine's mode: catalogue or tiny models, and checkpoints."""
+    return engine_api.list_models(mode=_config().mode, model_roots=settings.ENGINE_MODEL_ROOTS)
 
 
 def submit_pipeline(*, job_id: str, spec: Mapping[str, Any]) -> None:

@@ -87,3 +87,29 @@ def test_a_finished_job_shows_its_estimate_against_its_run(browser, live_server_
     assert "over 4 steps" in panel.inner_text()
     page.screenshot(path=str(ARTIFACTS / "job-estimate-accuracy.png"), full_page=True)
     assert real_errors(errors) == []
+
+
+def test_picking_a_model_rewrites_the_spec_and_the_estimate(browser, live_server_url) -> None:
+    make_member("alice", "acme")
+    page, errors = sign_in(browser, live_server_url, "alice")
+    page.goto(f"{live_server_url}/new")
+    total = page.get_by_test_id("estimate-total")
+    total.wait_for()
+    picker = page.get_by_test_id("model-select")
+    before_spec = json.loads(page.get_by_test_id("spec-input").input_value())
+    assert picker.input_value() == before_spec["model"]
+    options = picker.locator("option").all_inner_texts()
+    assert any(o.startswith("qwen2.5-14b (simulated, 14.7B params)") for o in options)
+
+    per_step = page.get_by_test_id("estimate-step").inner_text()
+    picker.select_option("qwen2.5-14b")
+    spec = json.loads(page.get_by_test_id("spec-input").input_value())
+    assert spec == {**before_spec, "model": "qwen2.5-14b"}  # only the model changed
+    page.wait_for_function(
+        "(before) => document.querySelector('[data-testid=estimate-step]')?.textContent !== before", arg=per_step
+    )
+    # A model typed by hand is shown as what the spec says.
+    page.get_by_test_id("spec-input").fill(json.dumps({**spec, "model": "no-such-model"}))
+    assert picker.input_value() == ""
+    assert "no-such-model (in the spec)" in picker.locator("option").first.inner_text()
+    assert real_errors(errors) == []

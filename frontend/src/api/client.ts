@@ -14,6 +14,7 @@ import type {
 } from './types';
 import type { Dataset, DatasetDetail, DryRunInput, DryRunResult } from './types';
 import type { JobAccuracy, JobEstimate } from './estimate';
+import type { TrainableModel } from './models';
 
 const API = '/api/v1';
 
@@ -101,6 +102,12 @@ export class ApiClient {
 
   async listPresets(signal?: AbortSignal): Promise<Preset[]> {
     const page = await this.request<{ results: Preset[] }>(`${API}/presets`, { signal });
+    return page.results;
+  }
+
+  /** What a spec may name as its model here: catalogue or tiny models, and checkpoints. */
+  async listModels(signal?: AbortSignal): Promise<TrainableModel[]> {
+    const page = await this.request<{ results: TrainableModel[] }>(`${API}/models`, { signal });
     return page.results;
   }
 

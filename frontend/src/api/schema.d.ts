@@ -506,6 +506,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The models a spec may name in the engine's mode, each as the spec spells it. */
+        get: operations["models_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/quota": {
         parameters: {
             query?: never;
@@ -1039,6 +1056,24 @@ export interface components {
             series: {
                 [key: string]: number[][];
             };
+        };
+        ModelList: {
+            results: components["schemas"]["ModelOutput"][];
+        };
+        ModelOutput: {
+            name: string;
+            /** @description catalogue: a full-size model the simulator times; tiny: built and trained on this machine (real mode); checkpoint: a folder under the operator's model roots. */
+            kind: string;
+            /** @description What a spec's "model" takes: the name, or {"path": ...}. */
+            model: unknown;
+            /** Format: double */
+            num_params: number;
+            num_layers: number;
+            hidden_size: number;
+            /** @description A checkpoint's family (qwen2, qwen3, llama...). */
+            architecture: string | null;
+            /** @description Presets that train it. */
+            presets: string[];
         };
         PaginatedCheckpointOutputList: {
             /**
@@ -2436,6 +2471,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PresetList"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    models_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelList"];
                 };
             };
             /** @description Refused: the body says why and which field (see ErrorResponse). */

@@ -9,6 +9,7 @@ import { canWrite, useSession } from '../session';
 import { errorTarget, parseSubmitForm } from './specForm';
 import { DatasetPanel } from './submit/DatasetPanel';
 import { EstimatePanel } from './submit/EstimatePanel';
+import { ModelPicker } from './submit/ModelPicker';
 
 function specText(spec: unknown): string {
   return JSON.stringify(spec, null, 2);
@@ -153,6 +154,18 @@ export function SubmitPage() {
                 ))}
               </select>
             )}
+          </div>
+
+          <div className="field">
+            <label htmlFor="job-model">Model</label>
+            <ModelPicker
+              api={api}
+              spec={spec}
+              onSpecChange={(text) => {
+                specTouched.current = true;
+                setSpec(text);
+              }}
+            />
           </div>
 
           <div className="field">
