@@ -69,7 +69,8 @@ def test_a_ray_cluster_too_small_for_the_plan_is_refused_with_the_fix(ray_cluste
 
 def test_a_device_s_work_runs_at_the_host_s_normal_priority(ray_cluster) -> None:
     """Ray would start its workers at nice 15, where any other process that wakes preempts a
-    node's torch threads; the engine's own clusters run them at nice 0."""
+    node's torch threads; the engine's run at nice 0 (on a Ray started with `ray start` too:
+    ``tests/ray/node_loss.py`` checks that)."""
     placement = DevicePlacement(ClusterSpec(1, 2, "cpu"))
     try:
         resident = Resident.options(**placement.actor_options(1)).remote()

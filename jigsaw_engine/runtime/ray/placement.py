@@ -52,6 +52,15 @@ READY_TIMEOUT_S = 30.0
 """How long the reservation may wait for Ray before the cluster is judged too small (a Ray
 cluster that cannot hold the plan at all is refused before any wait)."""
 
+NORMAL_PRIORITY = {"RAY_worker_niceness": "0"}
+"""Every process placed on the engine's devices runs at the host's normal priority, on any Ray
+(:data:`EMBEDDED_RAY_SYSTEM_CONFIG` does so only for a Ray the engine starts). Ray starts its
+workers at nice 15; a worker process reads Ray's settings from its environment as it starts,
+so this runtime env keeps its priority at 0 from its first instruction. At nice 15 on a host
+whose cores other processes keep busy, a new worker gets a few percent of a core: importing
+torch and building a job's policy then takes minutes, and a job resumed after a node's loss
+(whose processes all start anew, on fewer nodes) waits that long in Ray's actor creation."""
+
 HIDE_GPUS = {"RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO": "1"}
 """A process that books no GPU sees none: Ray then sets its ``CUDA_VISIBLE_DEVICES`` to empty
 (by default it leaves it every GPU of its node). Set as Ray's own switch, not as an empty
@@ -118,9 +127,15 @@ class DevicePlacement:
 
     def actor_options(self, device: int) -> dict[str, Any]:
         """``.options(...)`` for an actor that lives on ``device`` (any int: taken modulo the cluster)."""
+        env = {"env_vars": dict(NORMAL_PRIORITY)}
         if self._gpu:  # its bundle's GPU, and no share of the host's cores to wait for
-            return {"num_cpus": 0, "num_gpus": ACTOR_SHARE, "scheduling_strategy": self._bundle(device)}
-        return {"num_cpus": ACTOR_SHARE, "scheduling_strategy": self._bundle(device)}
+            return {
+                "num_cpus": 0,
+                "num_gpus": ACTOR_SHARE,
+                "scheduling_strategy": self._bundle(device),
+                "runtime_env": env,
+            }
+        return {"num_cpus": ACTOR_SHARE, "scheduling_strategy": self._bundle(device), "runtime_env": env}
 
     def host_options(self, device: int) -> dict[str, Any]:
         """``.options(...)`` for a process on ``device``'s node that does no device work (a job's
@@ -132,7 +147,7 @@ class DevicePlacement:
             "num_cpus": 0,
             "num_gpus": 0,
             "scheduling_strategy": self._bundle(device),
-            "runtime_env": {"env_vars": dict(HIDE_GPUS)},
+            "runtime_env": {"env_vars": {**HIDE_GPUS, **NORMAL_PRIORITY}},
         }
 
     def _bundle(self, device: int) -> PlacementGroupSchedulingStrategy:
