@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from rest_framework.test import APIClient
 
 from tenants.models import ApiToken, AuditLog
+from tests.engine.builders import make_spec
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -103,3 +105,24 @@ def test_removing_a_member_in_the_admin_revokes_their_tokens(make_actor: Any, ad
     assert AuditLog.objects.filter(action="membership.delete", actor=admin_user).exists()
     assert ApiToken.objects.get(tenant=actor.tenant).revoked_at is not None
     assert client_for(actor.token).get("/api/v1/jobs").status_code == 401
+
+
+def test_a_tenants_gpu_hour_price_is_set_in_the_admin_audited_and_estimated_with(
+    make_actor: Any, admin_user: Any
+) -> None:
+    actor = make_actor("acme")
+    c = Client()
+    c.force_login(admin_user)
+    url = f"/admin/tenants/tenant/{actor.tenant.pk}/change/"
+    form = form_of(c, url)
+    assert form["gpu_hour_price"] == ""  # the service's price until one is set
+    form["gpu_hour_price"] = "4.2"
+    response = c.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    entry = AuditLog.objects.get(action="tenant.price", actor=admin_user)
+    assert entry.target == "acme" and entry.data == {"gpu_hour_price": {"from": None, "to": "4.2"}}
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {actor.token}")
+    cost = api.post("/api/v1/jobs/estimate", {"spec": make_spec()}, format="json").json()["cost"]
+    assert cost["gpu_hour_price"] == 4.2 and cost["price_source"] == "tenant"
