@@ -46,7 +46,10 @@ class JobRun:
     borrowed: bool = False
     pausing: bool = False
     reclaims: int = 0
+    held_from_s: float = 0.0
+    """Its latest admission: reclaims take the newest first."""
     held_since_s: float | None = None
+    """Held GPU-seconds are charged from here (moved to the day's end once counted)."""
     held_gpu_s: float = 0.0
     """GPU-seconds held up to the day's end."""
 
@@ -99,7 +102,7 @@ class _Service:
             self.submitted.add(job.job_id)
         if run.admitted_s is None:
             run.admitted_s = now
-        run.borrowed, run.held_since_s = borrowed, now
+        run.borrowed, run.held_from_s, run.held_since_s = borrowed, now, now
         self.queue.remove(job.job_id)
         self.held.add(job.job_id)
         return True
@@ -117,7 +120,7 @@ class _Service:
                 continue
             if run.pausing or self.controller.state_of(pid) in (PipelineState.STARTING, PipelineState.RUNNING):
                 gpus = run.arrival.spec.resources.num_gpus
-                found.append(HeldJob(pid, run.arrival.tenant, gpus, run.held_since_s or 0.0, run.pausing))
+                found.append(HeldJob(pid, run.arrival.tenant, gpus, run.held_from_s, run.pausing))
         return found
 
     def pause(self, job: HeldJob) -> bool:
