@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "tenants",
     "webapp.jobs",
     "webapp.datasets",
+    "webapp.webhooks",
 ]
 
 MIDDLEWARE = [
@@ -164,6 +165,7 @@ CELERY_BEAT_SCHEDULE = {
     "pump-engine-events": {"task": "jobs.pump_engine_events", "schedule": 1.0},
     "admission-tick": {"task": "jobs.admission_tick", "schedule": 2.0},
     "reconcile": {"task": "jobs.reconcile", "schedule": env_float("RECONCILE_EVERY_S", 10.0)},
+    "webhooks-sweep": {"task": "webhooks.sweep", "schedule": 5.0},
 }
 # An admitted job the engine has not heard of after this long had its dispatch lost.
 RECONCILE_DISPATCH_GRACE_S = env_float("RECONCILE_DISPATCH_GRACE_S", 30.0)
@@ -259,11 +261,32 @@ for _network in METRICS_ALLOWED_NETWORKS:
     except ValueError as _bad:
         raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {_bad} (give networks such as 10.0.0.0/8)") from None
 SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
+# Webhooks (webapp/webhooks): endpoints must be HTTPS URLs resolving to public addresses, or
+# to addresses in these networks (e.g. a receiver on the internal network; tests: loopback).
+WEBHOOK_ALLOWED_NETWORKS = env_list("WEBHOOK_ALLOWED_NETWORKS", [])
+for _network in WEBHOOK_ALLOWED_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _bad:
+        raise ImproperlyConfigured(f"WEBHOOK_ALLOWED_NETWORKS: {_bad} (give networks such as 10.0.0.0/8)") from None
+WEBHOOK_ALLOW_HTTP = env_bool("WEBHOOK_ALLOW_HTTP", False)  # plain http:// endpoints (tests, a trusted network)
+WEBHOOK_TIMEOUT_S = env_float("WEBHOOK_TIMEOUT_S", 10.0)  # one attempt: connect, send, answer
+WEBHOOK_MAX_ATTEMPTS = int(env_float("WEBHOOK_MAX_ATTEMPTS", 12))  # then the delivery is given up
+WEBHOOK_RETRY_BASE_S = env_float("WEBHOOK_RETRY_BASE_S", 2.0)  # backoff: base, 2 x base, 4 x base, ...
+WEBHOOK_RETRY_MAX_S = env_float("WEBHOOK_RETRY_MAX_S", 600.0)  # ... up to this wait between attempts
+WEBHOOK_MAX_ENDPOINTS = int(env_float("WEBHOOK_MAX_ENDPOINTS", 10))  # per tenant
+if WEBHOOK_MAX_ATTEMPTS < 1 or WEBHOOK_TIMEOUT_S <= 0 or WEBHOOK_RETRY_BASE_S <= 0:
+    raise ImproperlyConfigured("WEBHOOK_MAX_ATTEMPTS must be >= 1, WEBHOOK_TIMEOUT_S and WEBHOOK_RETRY_BASE_S > 0")
 SPECTACULAR_SETTINGS = {
     "TITLE": "JigsawRL API",
     "DESCRIPTION": "Submit and watch RL post-training jobs on a shared cluster.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Two "status" fields with their own choices: each named, so the job's stays StatusEnum.
+    "ENUM_NAME_OVERRIDES": {
+        "StatusEnum": "webapp.jobs.models.JobStatus",
+        "WebhookDeliveryStatusEnum": "webapp.webhooks.models.DeliveryStatus",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "webapp.api.errors.document_error_responses",

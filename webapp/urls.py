@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/v1/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("webapp.jobs.api.urls")),
+    path("api/v1/", include("webapp.webhooks.api.urls")),
     path("", spa.dashboard, name="dashboard"),
     re_path(r"^(?P<path>(?:jobs|new|manage|compare|cluster)(?:/.*)?)$", spa.dashboard, name="dashboard-route"),
 ]

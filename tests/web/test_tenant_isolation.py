@@ -21,6 +21,7 @@ from tests.engine.builders import make_spec
 from webapp.asgi import application
 from webapp.jobs.models import Job
 from webapp.jobs.routing import websocket_urlpatterns
+from webapp.webhooks.models import WebhookEndpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -85,7 +86,15 @@ def callers(b: Any) -> dict[str, APIClient]:
 def test_every_route_refuses_another_tenants_objects(two_tenants: tuple[Any, Any, Job]) -> None:
     a, b, job = two_tenants
     key_a = ApiToken.objects.get(tenant=a.tenant).key_id
-    ids = {"pk": str(job.pk), "key_id": key_a, "slug": a.tenant.slug, "username": a.user.username, "name": "acme-data"}
+    hook_a = WebhookEndpoint.objects.create(tenant=a.tenant, url="https://hooks.example.com/acme", secret="whsec_a")
+    ids = {
+        "pk": str(job.pk),
+        "key_id": key_a,
+        "slug": a.tenant.slug,
+        "username": a.user.username,
+        "name": "acme-data",
+        "endpoint_id": str(hook_a.pk),
+    }
     before = Job.objects.filter(pk=job.pk).values().get()
     checked = []
     for route, pattern in api_routes():
@@ -97,19 +106,21 @@ def test_every_route_refuses_another_tenants_objects(two_tenants: tuple[Any, Any
             for how, client in callers(b).items():
                 r = getattr(client, method)(url, {}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
                 where = f"{method.upper()} {url} as tenant B ({how})"
-                if "/admin/" in url:
+                if "/admin/" in url or ("/webhooks" in url and how == "token"):  # B's token lacks admin
                     assert r.status_code == 403, f"{where}: {r.status_code}"
                 elif has_foreign_id:
                     assert r.status_code == 404, f"{where}: {r.status_code} {r.content[:200]!r}"
                 else:
                     body = b"".join(r) if r.streaming else r.content
-                    for secret in (str(job.pk), key_a, a.tenant.slug):
+                    for secret in (str(job.pk), key_a, a.tenant.slug, str(hook_a.pk)):
                         assert secret.encode() not in body, f"{where} leaks {secret}"
                 checked.append((pattern.name, method))
     assert Job.objects.filter(pk=job.pk).values().get() == before
     assert ApiToken.objects.get(key_id=key_a).revoked_at is None
+    assert WebhookEndpoint.objects.filter(pk=hook_a.pk).exists()
     names = {n for n, _ in checked}
     assert {"job-detail", "job-cancel", "job-pause", "job-stream", "api-key", "admin-quota", "quota"} <= names
+    assert {"webhooks", "webhook", "webhook-deliveries"} <= names
 
 
 def test_me_lists_only_the_callers_tenants(two_tenants: tuple[Any, Any, Job]) -> None:

@@ -11,9 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection, models
+from django.dispatch import Signal
 
 from webapp.jobs.models import Job, JobEvent
 from webapp.jobs.realtime import publish_job_events_on_commit
+
+job_events_journaled = Signal()
+"""Sent by ``JobJournal.flush`` inside its transaction with ``events``, the stored events in
+order: what else must be written with them (webhook deliveries) is written in the same commit."""
 
 
 def event_payload(event: JobEvent) -> dict[str, Any]:
@@ -49,6 +54,8 @@ class JobJournal:
         for names, jobs in by_fields.items():
             _save_fields(jobs, names)
         JobEvent.objects.bulk_create(self.events)
+        if self.events:
+            job_events_journaled.send(sender=JobJournal, events=self.events)
         publish_job_events_on_commit([(e.job.pk, e.job.tenant_id, event_payload(e)) for e in self.events])
         self.events, self.changed = [], {}
 

@@ -490,22 +490,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/presets": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get: operations["presets_list"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/models": {
         parameters: {
             query?: never;
@@ -515,6 +499,22 @@ export interface paths {
         };
         /** @description The models a spec may name in the engine's mode, each as the spec spells it. */
         get: operations["models_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/presets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["presets_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -547,6 +547,57 @@ export interface paths {
             cookie?: never;
         };
         get: operations["usage_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The tenant's endpoints; POST registers one and answers its secret, once. */
+        get: operations["webhooks_list"];
+        put?: never;
+        /** @description The tenant's endpoints; POST registers one and answers its secret, once. */
+        post: operations["webhooks_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{endpoint_id}/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["webhooks_retrieve"];
+        put?: never;
+        post?: never;
+        delete: operations["webhooks_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{endpoint_id}/deliveries/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description An endpoint's deliveries, newest first: each attempt's answer or error. */
+        get: operations["webhooks_deliveries_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1127,6 +1178,19 @@ export interface components {
             previous?: string | null;
             results: components["schemas"]["SampleOutput"][];
         };
+        PaginatedWebhookDeliveryOutputList: {
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?cursor=cD00ODY%3D"
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?cursor=cj0xJnA9NDg3
+             */
+            previous?: string | null;
+            results: components["schemas"]["WebhookDeliveryOutput"][];
+        };
         PatchedJobPatchInput: {
             name?: string;
             /** @description Up to 20 labels. */
@@ -1261,6 +1325,68 @@ export interface components {
             tokens: number;
             /** @description Why there is no estimate, when there is none. */
             note: string | null;
+        };
+        WebhookDeliveryOutput: {
+            readonly id: number;
+            event_id: string;
+            event_type: string;
+            status?: components["schemas"]["WebhookDeliveryStatusEnum"];
+            attempts?: number;
+            /** Format: date-time */
+            next_attempt_at?: string;
+            /** Format: date-time */
+            last_attempt_at?: string | null;
+            last_status_code?: number | null;
+            last_error?: string;
+            /** @description The latest attempts, oldest first. */
+            attempt_log?: unknown;
+            /** Format: date-time */
+            created_at?: string;
+            /** Format: date-time */
+            delivered_at?: string | null;
+            payload: unknown;
+        };
+        /**
+         * @description * `pending` - Pending
+         *     * `delivered` - Delivered
+         *     * `failed` - Failed
+         * @enum {string}
+         */
+        WebhookDeliveryStatusEnum: "pending" | "delivered" | "failed";
+        WebhookEndpointCreateInput: {
+            /**
+             * Format: uri
+             * @description https://, resolving to a public address.
+             */
+            url: string;
+            /** @default  */
+            description: string;
+        };
+        WebhookEndpointCreated: {
+            /** Format: uuid */
+            readonly id: string;
+            /** Format: uri */
+            url: string;
+            description?: string;
+            readonly events: string[];
+            /** Format: date-time */
+            created_at?: string;
+            /** @description Signs every delivery; shown in this response only. */
+            secret: string;
+            readonly note: string;
+        };
+        WebhookEndpointOutput: {
+            /** Format: uuid */
+            readonly id: string;
+            /** Format: uri */
+            url: string;
+            description?: string;
+            readonly events: string[];
+            /** Format: date-time */
+            created_at?: string;
+        };
+        WebhookList: {
+            results: components["schemas"]["WebhookEndpointOutput"][];
         };
         ErrorFieldDetail: {
             /** @description Dotted path ("spec.rollout.n"), a header, or "<body>". */
@@ -2456,34 +2582,6 @@ export interface operations {
             };
         };
     };
-    presets_list: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["PresetList"];
-                };
-            };
-            /** @description Refused: the body says why and which field (see ErrorResponse). */
-            "4XX": {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
-        };
-    };
     models_list: {
         parameters: {
             query?: never;
@@ -2499,6 +2597,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ModelList"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    presets_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PresetList"];
                 };
             };
             /** @description Refused: the body says why and which field (see ErrorResponse). */
@@ -2564,6 +2690,162 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    webhooks_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    webhooks_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointCreateInput"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointCreated"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    webhooks_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointOutput"];
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    webhooks_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    webhooks_deliveries_list: {
+        parameters: {
+            query?: {
+                /** @description The pagination cursor value. */
+                cursor?: string;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                /** @description Only deliveries in this status: pending, delivered, failed. */
+                status?: string;
+            };
+            header?: never;
+            path: {
+                endpoint_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedWebhookDeliveryOutputList"];
                 };
             };
             /** @description Refused: the body says why and which field (see ErrorResponse). */
