@@ -33,7 +33,13 @@ from typing import Any
 from devstack.launcher import BIN, MIB, RayHead, free_port, wait_port
 from tests.train.test_real_runtime import tiny_spec
 
-STEPS = 10
+STEPS = 20
+"""Enough that neither job ends before the node is declared dead (about 4 s after the kill
+here), though on a loaded host one job may make ten steps before the other's first: both are
+then handed back, and one of them must wait for the remaining device."""
+NODE_DEATH_CHECKS = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+"""Ray's GCS declares a node dead after this many missed health checks (by default every 3 s,
+5 missed): a node's death is noticed in about 4 s, not 15."""
 RESUBMIT_AFTER_S = 2.0
 """How long after a job is handed back it is submitted again: one pass of the reconciler as the
 fault suite runs it (``RECONCILE_EVERY_S=2``; 10 s by default)."""
@@ -55,7 +61,8 @@ class TwoNodes:
         self.procs[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_head(self) -> None:
-        self._start("head", RayHead(self.port, 1, self.tmp / "head", 96 * MIB).command())
+        command = RayHead(self.port, 1, self.tmp / "head", 96 * MIB).command()
+        self._start("head", [*command, f"--system-config={json.dumps(NODE_DEATH_CHECKS)}"])
         wait_port(self.port, "the Ray head", timeout_s=120)
 
     def join(self, name: str) -> None:
@@ -211,6 +218,10 @@ def run(steps: int = STEPS) -> dict[str, Any]:
         until("a step of each job", lambda: all(plane.step_count(p) >= 1 for p in specs), 240)
         executor = engine._real.executor  # the engine's reservation: which Ray node holds each engine node
         groups = describe_groups(executor.placement)
+        # This Ray starts its workers at nice 15 (`ray start`'s default); the engine's stay at 0.
+        niceness = ray.remote(_niceness)
+        probes = [niceness.options(**executor.placement.actor_options(d)).remote() for d in range(2)]
+        out["device_niceness"] = ray.get(probes, timeout=120)
         second = {n["NodeID"] for n in ray.nodes() if n.get("Alive") and "node:__internal_head__" not in n["Resources"]}
         lost_node = next(g["node"] for g in groups if set(g["ray_nodes"]) & second)
         lost_device = lost_node * cluster.devices_per_node
@@ -287,6 +298,10 @@ def run(steps: int = STEPS) -> dict[str, Any]:
         if "jobs" in out:  # kept for Ray's logs otherwise
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _niceness() -> int:
+    return os.nice(0)
 
 
 def _actors() -> list[dict[str, Any]]:

@@ -15,15 +15,15 @@ from devstack.launcher import ROOT
 
 pytestmark = [
     pytest.mark.slow,
-    # Opt-in for now: on a loaded 2-core host, a job's new actor sometimes stalls in Ray's actor
-    # creation after the node's death (about half the runs), and the run times out.
+    # Opt-in: beside other work on a 2-core host it takes about 9 minutes (three Ray nodes' worth of
+    # processes starting), more than the fault suite's slack in `make test`.
     pytest.mark.skipif(not os.environ.get("JIGSAW_NODE_LOSS_TEST"), reason="set JIGSAW_NODE_LOSS_TEST=1 to run"),
 ]
 
-STEPS = 10
+STEPS = 20
 
 
-@pytest.mark.timeout(480)  # about 2 minutes on a quiet 2-core machine; Ray's start is slow on a busy one
+@pytest.mark.timeout(750)  # 9-10 minutes on a 2-core machine at a load of 15-25 (three nodes start)
 def test_a_lost_node_hands_back_its_jobs_which_resume_on_what_remains_and_use_the_node_once_back(
     tmp_path: Path,
 ) -> None:
@@ -35,7 +35,7 @@ def test_a_lost_node_hands_back_its_jobs_which_resume_on_what_remains_and_use_th
         env=env,
         capture_output=True,
         text=True,
-        timeout=450,
+        timeout=720,
     )
     assert done.returncode == 0, done.stderr[-6000:]
     out = json.loads(report.read_text())
@@ -45,6 +45,9 @@ def test_a_lost_node_hands_back_its_jobs_which_resume_on_what_remains_and_use_th
     assert refused["error"] and refused["seconds"] < 5
     assert "cluster.num_nodes" in refused["error"] and "1 more Ray node(s) must join" in refused["error"]
 
+    # On a Ray whose workers start at nice 15, the engine's processes run at the host's normal
+    # priority (at nice 15 on a busy host, a resumed job's new processes took minutes to start).
+    assert out["device_niceness"] == [0, 0]
     # The node's device is marked lost once Ray declares the node dead, and the view says which.
     assert out["lost_detected_s"] < 60
     lost = out["killed"]["engine_node"]
