@@ -23,7 +23,7 @@ from webapp.jobs.journal import JobJournal, job_events_journaled
 from webapp.jobs.models import EventKind, Job, JobEvent, JobStatus
 from webapp.jobs.services import lifecycle
 from webapp.webhooks import delivery
-from webapp.webhooks.models import DeliveryStatus, WebhookDelivery
+from webapp.webhooks.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -259,3 +259,32 @@ def test_deleting_an_endpoint_stops_its_deliveries_and_is_audited(local_receiver
     assert WebhookDelivery.objects.count() == 0
     actions = list(AuditLog.objects.filter(tenant=owner.tenant, target=hook["id"]).values_list("action", flat=True))
     assert sorted(actions) == ["webhook.create", "webhook.delete"]
+
+
+def test_an_address_refused_after_registration_is_not_called(
+    local_receivers: None, settings: Any, receiver: Receiver, make_actor: Any
+) -> None:
+    """The name is resolved and checked again before each attempt: an endpoint that now points
+    inside the service's network (or whose network an operator took off the list) is not called."""
+    c, endpoint = owner_with_endpoint(make_actor, receiver.start().url)
+    new_job(c)
+    settings.WEBHOOK_ALLOWED_NETWORKS = []
+    delivery.deliver_due(endpoint["id"])
+    [refused] = c.get(f"/api/v1/webhooks/{endpoint['id']}/deliveries").json()["results"]
+    assert refused["status"] == "pending" and refused["attempts"] == 1
+    assert refused["last_error"].startswith("refused: the URL resolves to 127.0.0.1, a loopback address")
+    assert receiver.received == []
+
+
+def test_the_django_admin_lists_deliveries_and_hides_secrets(
+    local_receivers: None, receiver: Receiver, make_actor: Any, admin_client: Any
+) -> None:
+    c, endpoint = owner_with_endpoint(make_actor, receiver.start().url)
+    job_id = new_job(c)
+    delivery.deliver_due(endpoint["id"])
+    listing = admin_client.get("/admin/webhooks/webhookdelivery/").content.decode()
+    assert f"{job_id}:1" in listing and "delivered" in listing
+    secret = WebhookEndpoint.objects.get(pk=endpoint["id"]).secret
+    page = admin_client.get(f"/admin/webhooks/webhookendpoint/{endpoint['id']}/change/")
+    assert page.status_code == 200 and receiver.url in page.content.decode()
+    assert secret not in page.content.decode()

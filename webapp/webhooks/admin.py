@@ -5,13 +5,14 @@ from webapp.webhooks.models import WebhookDelivery, WebhookEndpoint
 
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(admin.ModelAdmin):
-    """The secret is not shown: it signs deliveries, and the tenant was given it once."""
+    """The secret is not shown: it signs deliveries, and the tenant was given it once. The URL
+    is not edited here either: only the API checks a new one."""
 
     list_display = ("url", "tenant", "description", "created_at")
     list_filter = ("tenant",)
     search_fields = ("url", "id")
     exclude = ("secret",)
-    readonly_fields = ("id", "tenant", "created_by", "created_at", "lease_until")
+    readonly_fields = ("id", "tenant", "url", "created_by", "created_at", "lease_until")
 
     def has_add_permission(self, request):  # type: ignore[no-untyped-def]
         return False  # registered through the API, which checks the URL and makes the secret
