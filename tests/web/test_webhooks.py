@@ -5,11 +5,14 @@ in order, held back and retried while the receiver is down, and logged per endpo
 from __future__ import annotations
 
 import itertools
+import ssl
+import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +25,7 @@ from tests.web.webhook_receiver import Receiver, verify
 from webapp.jobs.journal import JobJournal, job_events_journaled
 from webapp.jobs.models import EventKind, Job, JobEvent, JobStatus
 from webapp.jobs.services import lifecycle
-from webapp.webhooks import delivery
+from webapp.webhooks import delivery, sender
 from webapp.webhooks.models import DeliveryStatus, WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -288,3 +291,51 @@ def test_the_django_admin_lists_deliveries_and_hides_secrets(
     page = admin_client.get(f"/admin/webhooks/webhookendpoint/{endpoint['id']}/change/")
     assert page.status_code == 200 and receiver.url in page.content.decode()
     assert secret not in page.content.decode()
+
+
+@pytest.fixture()
+def localhost_tls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ssl.SSLContext:
+    """A certificate for ``localhost`` that the sender trusts (in place of a public CA's); the
+    receiver's server-side context serving it."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
+            *("-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost"),
+            *("-addext", "subjectAltName=DNS:localhost"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    monkeypatch.setattr(sender, "tls_context", lambda: ssl.create_default_context(cafile=str(cert)))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    return server
+
+
+def test_https_goes_to_the_checked_address_and_verifies_the_host_name(
+    settings: Any, localhost_tls: ssl.SSLContext, make_actor: Any
+) -> None:
+    settings.WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8", "::1/128"]  # localhost, either family
+    receiver = Receiver(tls=localhost_tls).start()
+    try:
+        c, by_name = owner_with_endpoint(make_actor, f"https://localhost:{receiver.port}/hook")
+        job_id = new_job(c)
+        delivery.deliver_due(by_name["id"])
+        assert receiver.event_ids() == status_event_ids(job_id)
+        assert verify(
+            by_name["secret"],
+            receiver.received[0].headers["Jigsaw-Timestamp"],
+            receiver.received[0].body,
+            receiver.received[0].headers["Jigsaw-Signature"],
+        )
+
+        # The same server by address: its certificate names localhost, not 127.0.0.1.
+        by_address = register(c, f"https://127.0.0.1:{receiver.port}/hook")
+        new_job(c)
+        delivery.deliver_due(by_address["id"])
+        [failed] = c.get(f"/api/v1/webhooks/{by_address['id']}/deliveries").json()["results"][-1:]
+        assert "CERTIFICATE_VERIFY_FAILED" in failed["last_error"] and failed["status"] == "pending"
+        assert len(receiver.received) == 1, "nothing was sent over the connection that failed verification"
+    finally:
+        receiver.stop()

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ class Received:
 class Receiver:
     answer_status: int = 200
     answer_delay_s: float = 0.0
+    tls: ssl.SSLContext | None = None
+    """Serve HTTPS with this server-side context."""
     received: list[Received] = field(default_factory=list)
     _server: HTTPServer | None = None
 
@@ -47,7 +50,7 @@ class Receiver:
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
         self.port = self._socket.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/hooks/jigsaw"
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/hooks/jigsaw"
 
     def start(self) -> Receiver:
         receiver = self
@@ -69,6 +72,8 @@ class Receiver:
         server.socket.close()
         server.socket = self._socket
         server.server_activate()  # listen on the port held since construction
+        if self.tls is not None:
+            server.socket = self.tls.wrap_socket(self._socket, server_side=True)
         self._server = server
         threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self

@@ -23,13 +23,13 @@ class AddressRefused(Exception):
 
 @dataclass(frozen=True)
 class Target:
-    """A checked URL: where to connect (``address``) and what to ask it for."""
+    """A checked URL: where to connect (``addresses``, tried in order) and what to ask it for."""
 
     scheme: str
     host: str
     port: int
     path: str
-    address: str
+    addresses: tuple[str, ...]
 
 
 def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
@@ -83,4 +83,5 @@ def check_url(url: str) -> Target:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    return Target(scheme=parts.scheme, host=parts.hostname, port=port, path=path, address=str(addresses[0]))
+    unique = tuple(dict.fromkeys(str(a) for a in addresses))
+    return Target(scheme=parts.scheme, host=parts.hostname, port=port, path=path, addresses=unique)

@@ -1,5 +1,5 @@
-"""One HTTP POST to a checked address: the connection goes to the address the check passed
-(not to a fresh lookup of the name), TLS still verifies the certificate for the host name, and
+"""One HTTP POST to a checked URL: the connection goes to the addresses the check passed (not
+to a fresh lookup of the name), TLS still verifies the certificate for the host name, and
 redirects are not followed (the place they point to was never checked)."""
 
 from __future__ import annotations
@@ -21,23 +21,39 @@ class Answer:
     body: str
 
 
+def _connect(target: Target, timeout: float) -> socket.socket:
+    """A connection to the first of the checked addresses that answers."""
+    error: OSError | None = None
+    for address in target.addresses:
+        try:
+            return socket.create_connection((address, target.port), timeout)
+        except OSError as exc:
+            error = exc
+    raise error or OSError("no address to connect to")
+
+
+def tls_context() -> ssl.SSLContext:
+    """The system's trusted authorities, host names checked."""
+    return ssl.create_default_context()
+
+
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, target: Target, timeout: float) -> None:
-        super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
-        self._address = target.address
+        super().__init__(target.host, target.port, timeout=timeout, context=tls_context())
+        self._target = target
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), self.timeout)
+        sock = _connect(self._target, self.timeout)  # type: ignore[arg-type]
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
 
 class _PinnedHTTPConnection(http.client.HTTPConnection):
     def __init__(self, target: Target, timeout: float) -> None:
         super().__init__(target.host, target.port, timeout=timeout)
-        self._address = target.address
+        self._target = target
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _connect(self._target, self.timeout)  # type: ignore[arg-type]
 
 
 def post(target: Target, *, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer:
