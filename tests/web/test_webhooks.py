@@ -339,3 +339,25 @@ def test_https_goes_to_the_checked_address_and_verifies_the_host_name(
         assert len(receiver.received) == 1, "nothing was sent over the connection that failed verification"
     finally:
         receiver.stop()
+
+
+def test_deleting_an_endpoint_mid_delivery_ends_its_sender_quietly(
+    local_receivers: None, receiver: Receiver, make_actor: Any
+) -> None:
+    receiver.answer_delay_s = 0.5
+    c, endpoint = owner_with_endpoint(make_actor, receiver.start().url)
+    new_job(c)
+    outcome: list[str] = []
+
+    def send() -> None:
+        try:
+            outcome.append(delivery.deliver_due(endpoint["id"]))
+        finally:
+            connection.close()
+
+    sending = threading.Thread(target=send)
+    sending.start()
+    assert receiver.request_started.wait(timeout=30), "the delivery reached the receiver"
+    assert c.delete(f"/api/v1/webhooks/{endpoint['id']}").status_code == 204
+    sending.join()
+    assert outcome == ["sent"] and not WebhookDelivery.objects.exists()

@@ -43,6 +43,8 @@ class Receiver:
     tls: ssl.SSLContext | None = None
     """Serve HTTPS with this server-side context."""
     received: list[Received] = field(default_factory=list)
+    request_started: threading.Event = field(default_factory=threading.Event)
+    """Set once a delivery's body has been read, before the answer's delay."""
     _server: HTTPServer | None = None
 
     def __post_init__(self) -> None:
@@ -58,6 +60,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.request_started.set()
                 time.sleep(receiver.answer_delay_s)
                 receiver.received.append(Received(dict(self.headers.items()), body))
                 self.send_response(receiver.answer_status)

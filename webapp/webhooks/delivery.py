@@ -155,18 +155,10 @@ def _record(delivery: WebhookDelivery, *, status_code: int | None, error: str, t
         )
     else:
         delivery.next_attempt_at = now + timedelta(seconds=backoff_s(delivery.attempts))
-    delivery.save(
-        update_fields=[
-            "attempts",
-            "last_attempt_at",
-            "last_status_code",
-            "last_error",
-            "attempt_log",
-            "status",
-            "delivered_at",
-            "next_attempt_at",
-        ]
-    )
+    # An UPDATE, not save(): the endpoint may have been deleted (with this row) meanwhile.
+    fields = ("attempts", "last_attempt_at", "last_status_code", "last_error", "attempt_log")
+    fields += ("status", "delivered_at", "next_attempt_at")
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(**{name: getattr(delivery, name) for name in fields})
 
 
 def endpoints_due() -> list[str]:
