@@ -15,7 +15,7 @@ from devstack.launcher import ROOT
 
 pytestmark = [
     pytest.mark.slow,
-    # Opt-in: beside other work on a 2-core host it takes about 9 minutes (three Ray nodes' worth of
+    # Opt-in: beside other work on a 2-core host it takes 6-9 minutes (three Ray nodes' worth of
     # processes starting), more than the fault suite's slack in `make test`.
     pytest.mark.skipif(not os.environ.get("JIGSAW_NODE_LOSS_TEST"), reason="set JIGSAW_NODE_LOSS_TEST=1 to run"),
 ]
