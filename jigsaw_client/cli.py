@@ -6,6 +6,7 @@
     jigsaw jobs get JOB_ID
     jigsaw jobs logs JOB_ID -f
     jigsaw jobs cancel JOB_ID
+    jigsaw jobs delete JOB_ID --yes
     jigsaw jobs quota
 
 The server is ``--url`` or ``$JIGSAW_URL`` (default http://127.0.0.1:8000), the API token
@@ -112,6 +113,20 @@ def _cancel(client: JigsawClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _delete(client: JigsawClient, args: argparse.Namespace) -> int:
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("error: deleting a job cannot be undone; pass --yes to confirm", file=sys.stderr)
+            return EXIT_USAGE
+        answer = input(f"delete job {args.job_id} with its checkpoints, samples and logs? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not deleted")
+            return EXIT_FAILED
+    client.delete_job(args.job_id)
+    print(f"job {args.job_id}: deleted (its usage stays in the ledger)")
+    return EXIT_OK
+
+
 def _quota(client: JigsawClient, args: argparse.Namespace) -> int:
     quota = client.quota()
     if args.json:
@@ -175,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the job ends")
     p = command("cancel", _cancel, "cancel a job")
     p.add_argument("job_id", type=_job_id)
+    p = command("delete", _delete, "delete an ended job with its checkpoints, samples and logs")
+    p.add_argument("job_id", type=_job_id)
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     p = command("quota", _quota, "the tenant's limits and what it uses of them")
     p.add_argument("--json", action="store_true")
     return parser

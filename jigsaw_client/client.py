@@ -122,6 +122,11 @@ class JigsawClient:
     def cancel_job(self, job_id: str) -> Job:
         return cast(Job, self._call(routes.JOB_CANCEL, id=job_id))
 
+    def delete_job(self, job_id: str) -> None:
+        """Delete an ended job with its checkpoints, samples and logs (its usage stays billed).
+        ApiError 409 ``invalid_state`` if it has not ended (cancel it first), 404 if it is gone."""
+        self._call(routes.JOB_DELETE, id=job_id)
+
     def job_logs(self, job_id: str, *, after: int = 0) -> LogPage:
         """Log lines with a seq above ``after`` (a page of up to 1000)."""
         return cast(LogPage, self._call(routes.JOB_LOGS, id=job_id, params={"after": str(after)}))
@@ -164,7 +169,7 @@ class JigsawClient:
                 self._sleep(wait_s)
                 continue
             if response.is_success:
-                return _json_object(url, response)
+                return {} if response.status_code == 204 else _json_object(url, response)
             error = ApiError.from_response(response)
             if last or not _worth_retrying(route, error):
                 raise error

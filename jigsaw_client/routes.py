@@ -28,6 +28,8 @@ JOB_ESTIMATE = Route("POST", "/api/v1/jobs/estimate", retry_safe=True)  # create
 JOB_GET = Route("GET", "/api/v1/jobs/{id}", retry_safe=True)
 JOB_ACCURACY = Route("GET", "/api/v1/jobs/{id}/estimate", retry_safe=True)
 JOB_CANCEL = Route("POST", "/api/v1/jobs/{id}/cancel", retry_safe=False)
+# Not retried: a resent delete of a deleted job answers 404, which would hide that it worked.
+JOB_DELETE = Route("DELETE", "/api/v1/jobs/{id}", retry_safe=False)
 JOB_LOGS = Route("GET", "/api/v1/jobs/{id}/logs", retry_safe=True)
 JOB_EVENTS = Route("GET", "/api/v1/jobs/{id}/events", retry_safe=True)
 QUOTA = Route("GET", "/api/v1/quota", retry_safe=True)
@@ -39,6 +41,7 @@ API_ROUTES: tuple[Route, ...] = (
     JOB_GET,
     JOB_ACCURACY,
     JOB_CANCEL,
+    JOB_DELETE,
     JOB_LOGS,
     JOB_EVENTS,
     QUOTA,

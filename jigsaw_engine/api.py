@@ -23,6 +23,7 @@ from jigsaw_engine.envs.dataset_check import DatasetCheck, DatasetRow, check_dat
 from jigsaw_engine.errors import FieldError, JigsawError, SpecError
 from jigsaw_engine.failpoints import failpoint
 from jigsaw_engine.hosts.local import EngineConfig, EngineMode, start_local_engine
+from jigsaw_engine.real.job_checkpoints import RemovedCheckpoints, remove_job_checkpoints
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
 from jigsaw_engine.spec.models import ModelSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
@@ -38,6 +39,7 @@ __all__ = [
     "HeldJob",
     "JigsawError",
     "QueuedJob",
+    "RemovedCheckpoints",
     "SpecError",
     "TenantLimits",
     "TenantUsage",
@@ -48,6 +50,7 @@ __all__ = [
     "forecast_job",
     "list_models",
     "list_presets",
+    "remove_job_checkpoints",
     "resolve_spec",
     "start_local_engine",
     "validate_spec",

@@ -25,7 +25,7 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ("slug", "name", "gpu_hour_price", "created_at")
+    list_display = ("slug", "name", "gpu_hour_price", "job_retention_days", "created_at")
     search_fields = ("slug", "name")
     inlines = [QuotaInline, MembershipInline]
 
@@ -35,6 +35,10 @@ class TenantAdmin(admin.ModelAdmin):
             price = {"from": form.initial.get("gpu_hour_price"), "to": form.cleaned_data.get("gpu_hour_price")}
             data = {"gpu_hour_price": {k: None if v is None else str(v) for k, v in price.items()}}
             audit_record(tenant=obj, actor=request.user, action="tenant.price", target=obj.slug, data=data)
+        if change and "job_retention_days" in form.changed_data:  # what it deletes: audited
+            days = {"from": form.initial.get("job_retention_days"), "to": form.cleaned_data.get("job_retention_days")}
+            data = {"job_retention_days": days}
+            audit_record(tenant=obj, actor=request.user, action="tenant.retention", target=obj.slug, data=data)
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         tenant = form.instance

@@ -18,6 +18,12 @@ class Tenant(models.Model):
         blank=True,
         help_text="What one GPU-hour costs this tenant (estimates); empty: the service's GPU_HOUR_PRICE.",
     )
+    job_retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Ended jobs older than this many days are deleted with their checkpoints "
+        "(the usage ledger is kept); empty: jobs are kept until deleted.",
+    )
 
     def __str__(self) -> str:
         return self.slug

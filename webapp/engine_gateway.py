@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -44,6 +45,7 @@ __all__ = [
     "pause_pipeline",
     "pipeline_states",
     "pull_events",
+    "remove_job_checkpoints",
     "reset_engine_host",
     "resolve_spec",
     "submit_pipeline",
@@ -143,6 +145,17 @@ def submit_pipeline(*, job_id: str, spec: Mapping[str, Any]) -> None:
 
 def cancel_pipeline(*, job_id: str) -> bool:
     return engine_host().cancel(job_id)
+
+
+def remove_job_checkpoints(*, job_id: str) -> tuple[int, int]:
+    """Remove an ended real job's checkpoint files: (files, bytes) removed, (0, 0) when it has
+    none (a simulated job, or removed already). The control plane must see the same
+    ``ENGINE_REAL_CHECKPOINT_DIR`` as the engine's nodes (shared storage)."""
+    root = settings.ENGINE_REAL_CHECKPOINT_DIR
+    if not root:
+        return 0, 0
+    removed = engine_api.remove_job_checkpoints(Path(root), job_id)
+    return removed.files, removed.bytes
 
 
 def pause_pipeline(*, job_id: str) -> bool:

@@ -166,6 +166,8 @@ CELERY_BEAT_SCHEDULE = {
     "admission-tick": {"task": "jobs.admission_tick", "schedule": 2.0},
     "reconcile": {"task": "jobs.reconcile", "schedule": env_float("RECONCILE_EVERY_S", 10.0)},
     "webhooks-sweep": {"task": "webhooks.sweep", "schedule": 5.0},
+    # Ended jobs past their tenant's retention (Tenant.job_retention_days) are deleted.
+    "job-retention": {"task": "jobs.retention_sweep", "schedule": env_float("JOB_RETENTION_EVERY_S", 3600.0)},
 }
 # An admitted job the engine has not heard of after this long had its dispatch lost.
 RECONCILE_DISPATCH_GRACE_S = env_float("RECONCILE_DISPATCH_GRACE_S", 30.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -115,9 +116,14 @@ class Job(models.Model):
 
 class UsageRecord(models.Model):
     """The usage ledger: GPU-seconds a job used on one device type, as the engine measured
-    it (co-located pipelines split a device by their shares). Append-only."""
+    it (co-located pipelines split a device by their shares). Append-only.
 
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="usage")
+    A row outlives its job: deleting a job clears ``job`` and keeps the job's id and name
+    here, so what a tenant used (and was billed) never changes after the fact."""
+
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage")
+    job_uuid = models.UUIDField(help_text="The job's id, kept when the job is deleted.")
+    job_name = models.CharField(max_length=120, default="", help_text="The job's name when it was billed.")
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="usage")
     device_type = models.CharField(max_length=32)
     gpu_seconds = models.FloatField()
@@ -129,6 +135,11 @@ class UsageRecord(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "created_at"])]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.job is not None and self.job_uuid is None:
+            self.job_uuid, self.job_name = self.job.pk, self.job.name
+        super().save(*args, **kwargs)
 
 
 class TenantShare(models.Model):

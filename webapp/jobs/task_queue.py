@@ -19,6 +19,7 @@ PAUSE_JOB = "jobs.pause_job"
 ADMISSION_TICK = "jobs.admission_tick"
 RECONCILE = "jobs.reconcile"
 PUMP_ENGINE_EVENTS = "jobs.pump_engine_events"
+RETENTION_SWEEP = "jobs.retention_sweep"
 
 ADMIT_SOON_KEY = "jobs:admission-soon"
 """Set for a second by a commit that asked for an admission pass; beat runs one every two."""

@@ -13,6 +13,7 @@ from webapp.jobs import admission, task_queue
 from webapp.jobs import reconcile as reconcile_module
 from webapp.jobs.models import JobStatus
 from webapp.jobs.selectors import engine_spec, job_for_dispatch
+from webapp.jobs.services import deletion
 from webapp.jobs.services.engine_events import engine_events_pump
 from webapp.jobs.services.lifecycle import job_transition
 from webapp.observability import (
@@ -116,3 +117,13 @@ def pump_engine_events() -> int:
     metrics.EVENT_PUMP_EVENTS.inc(stored)
     metrics.EVENT_PUMP_LAST_SUCCESS.set_to_current_time()
     return stored
+
+
+@shared_task(name=task_queue.RETENTION_SWEEP, acks_late=True, ignore_result=True)
+def retention_sweep() -> int:
+    """Delete ended jobs older than their tenant's retention (beat, hourly)."""
+    try:
+        return deletion.retention_sweep()
+    except Exception:
+        logger.exception("retention pass failed; the next one retries")
+        return 0

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.db.models import Sum
+from django.db.models import Max, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tenants.models import Tenant
@@ -80,8 +81,16 @@ def usage_summary(*, tenant: Tenant, since: datetime, until: datetime) -> dict[s
         for r in rows.values("device_type").annotate(s=Sum("gpu_seconds")).order_by("device_type")
     }
     by_job = [
-        {"job": str(r["job_id"]), "name": r["job__name"], "device_type": r["device_type"], "gpu_hours": r["s"] / 3600.0}
-        for r in rows.values("job_id", "job__name", "device_type").annotate(s=Sum("gpu_seconds")).order_by("-s")
+        {
+            "job": str(r["job_uuid"]),
+            "name": r["name"],
+            "device_type": r["device_type"],
+            "gpu_hours": r["s"] / 3600.0,
+            "deleted": r["job_id"] is None,
+        }
+        for r in rows.values("job_uuid", "job_id", "device_type")
+        .annotate(s=Sum("gpu_seconds"), name=Max(Coalesce("job__name", "job_name")))
+        .order_by("-s")
     ]
     return {
         "since": since.isoformat(),

@@ -258,7 +258,8 @@ export interface paths {
         get: operations["jobs_retrieve"];
         put?: never;
         post?: never;
-        delete?: never;
+        /** @description Delete an ended job (succeeded, failed or cancelled) with its checkpoints (files too), samples, logs, events and metrics; its usage stays in the ledger. A job that has not ended answers 409 (cancel it first); a deleted one answers 404. */
+        delete: operations["jobs_destroy"];
         options?: never;
         head?: never;
         /** @description Jobs of the caller's tenant; another tenant's job id answers 404. */
@@ -2106,6 +2107,35 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["JobOutput"];
                 };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    jobs_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Refused: the body says why and which field (see ErrorResponse). */
             "4XX": {

@@ -40,7 +40,7 @@ from webapp.jobs.api.serializers import (
 )
 from webapp.jobs.errors import ServiceError
 from webapp.jobs.models import Job, JobStatus
-from webapp.jobs.services import lifecycle, submit
+from webapp.jobs.services import deletion, lifecycle, submit
 
 
 class JobCursorPagination(StrictCursorPagination):
@@ -151,6 +151,19 @@ class JobViewSet(KnownQueryOnly, mixins.ListModelMixin, viewsets.GenericViewSet[
         body.is_valid(raise_exception=True)
         job = submit.job_patch(job=self.get_object(), changes=body.validated_data)
         return Response(JobOutput(selectors.job_get_for_tenant(tenant=job.tenant, job_id=job.pk)).data)
+
+    @extend_schema(
+        request=None,
+        responses={204: None},
+        description="Delete an ended job (succeeded, failed or cancelled) with its checkpoints (files "
+        "too), samples, logs, events and metrics; its usage stays in the ledger. A job that has not "
+        "ended answers 409 (cancel it first); a deleted one answers 404.",
+    )
+    def destroy(self, request: Request, pk: str | None = None) -> Response:
+        refuse_body(request)
+        if deletion.job_delete(job=self.get_object(), actor=request.user) is None:
+            raise NotFound()
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=None, responses=JobOutput)
     @action(detail=True, methods=["post"])

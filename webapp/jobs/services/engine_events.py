@@ -64,6 +64,8 @@ class _EngineBatch:
             self.bills.append(
                 UsageRecord(
                     job=job,
+                    job_uuid=job.pk,
+                    job_name=job.name,
                     tenant_id=job.tenant_id,
                     device_type=job.device_type,
                     gpu_seconds=gpu_seconds,
