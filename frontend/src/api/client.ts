@@ -90,6 +90,11 @@ export class ApiClient {
     return this.request<JobAccuracy>(`${API}/jobs/${encodeURIComponent(id)}/estimate`, { signal });
   }
 
+  /** Delete an ended job with its checkpoints, samples and logs (409 until it has ended). */
+  async deleteJob(id: string): Promise<void> {
+    await this.request<undefined>(`${API}/jobs/${encodeURIComponent(id)}`, { method: 'DELETE' });
+  }
+
   cancelJob(id: string): Promise<Job> {
     return this.request<Job>(`${API}/jobs/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
   }

@@ -16,6 +16,7 @@ import { canWrite, useSession } from '../session';
 import { LATEST } from './job/actions';
 import { CheckpointsPanel } from './job/CheckpointsPanel';
 import { CloneDialog } from './job/CloneDialog';
+import { DeleteDialog } from './job/DeleteDialog';
 import { DownloadCsvLink } from './job/DownloadCsvLink';
 import { EstimateAccuracy } from './job/EstimateAccuracy';
 import { JobActions } from './job/JobActions';
@@ -53,6 +54,7 @@ export function JobPage({ jobId }: { jobId: string }) {
   const [checkpointsError, setCheckpointsError] = useState('');
   /** The clone form's starting checkpoint while it is open; null when closed. */
   const [cloneFrom, setCloneFrom] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState(false);
 
   const jobRef = useRef<Job | null>(null);
   useEffect(() => {
@@ -193,7 +195,13 @@ export function JobPage({ jobId }: { jobId: string }) {
           <LiveIndicator state={stream} />
         </div>
         {writable && (
-          <JobActions job={job} onJob={applyAction} onStale={reload} onClone={() => setCloneFrom(LATEST)} />
+          <JobActions
+            job={job}
+            onJob={applyAction}
+            onStale={reload}
+            onClone={() => setCloneFrom(LATEST)}
+            onDelete={() => setDeleting(true)}
+          />
         )}
       </div>
 
@@ -260,6 +268,7 @@ export function JobPage({ jobId }: { jobId: string }) {
           onClose={() => setCloneFrom(null)}
         />
       )}
+      {deleting && <DeleteDialog job={job} onClose={() => setDeleting(false)} />}
     </>
   );
 }

@@ -4,7 +4,7 @@ import type { Job } from '../../api/types';
 import { isTerminal } from '../../api/types';
 import { ApiErrorNotice } from '../../components/ApiErrorNotice';
 import { useSession } from '../../session';
-import { actionErrorTitle, canCancel, canPause, canResume, type JobAction } from './actions';
+import { actionErrorTitle, canCancel, canDelete, canPause, canResume, type JobAction } from './actions';
 
 function asApiError(e: unknown): ApiError {
   return e instanceof ApiError ? e : new ApiError(0, 'error', String(e));
@@ -18,16 +18,18 @@ interface JobActionsProps {
   onStale: () => void;
   /** Open the clone form. */
   onClone: () => void;
+  /** Open the delete confirmation (ended jobs only). */
+  onDelete: () => void;
 }
 
-type Running = Exclude<JobAction, 'clone'>;
+type Running = Exclude<JobAction, 'clone' | 'delete'>;
 
 /**
- * Pause / Resume / Cancel / Clone for a job, each shown where it applies. One request at
+ * Pause / Resume / Cancel / Clone / Delete for a job, each shown where it applies. One request at
  * a time: every button is disabled while one is in flight. Failures show inline with
  * the server's field details.
  */
-export function JobActions({ job, onJob, onStale, onClone }: JobActionsProps) {
+export function JobActions({ job, onJob, onStale, onClone, onDelete }: JobActionsProps) {
   const { api } = useSession();
   const [busy, setBusy] = useState<Running | null>(null);
   const [failure, setFailure] = useState<{ action: Running; error: ApiError } | null>(null);
@@ -100,6 +102,18 @@ export function JobActions({ job, onJob, onStale, onClone }: JobActionsProps) {
             disabled={busy !== null || !canCancel(status)}
           >
             {busy === 'cancel' || status === 'cancelling' ? 'Cancelling…' : 'Cancel job'}
+          </button>
+        )}
+        {canDelete(status) && (
+          <button
+            type="button"
+            className="btn btn-danger"
+            data-testid="delete-job"
+            onClick={onDelete}
+            disabled={busy !== null}
+            aria-haspopup="dialog"
+          >
+            Delete…
           </button>
         )}
       </div>

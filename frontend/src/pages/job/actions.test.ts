@@ -4,6 +4,7 @@ import {
   LATEST,
   actionErrorTitle,
   canCancel,
+  canDelete,
   canPause,
   canResume,
   checkpointChoices,
@@ -30,6 +31,10 @@ describe('which actions apply', () => {
     expect(canCancel('queued')).toBe(true);
     expect(canCancel('cancelling')).toBe(false);
     expect(canCancel('succeeded')).toBe(false);
+  });
+  it('deletes ended jobs only', () => {
+    for (const s of ['succeeded', 'failed', 'cancelled']) expect(canDelete(s)).toBe(true);
+    for (const s of ['queued', 'running', 'paused', 'cancelling', 'pausing']) expect(canDelete(s)).toBe(false);
   });
 });
 

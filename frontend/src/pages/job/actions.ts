@@ -5,7 +5,7 @@ import type { ApiError } from '../../api/errors';
 import type { Checkpoint, CloneJobInput } from '../../api/types';
 import { isTerminal } from '../../api/types';
 
-export type JobAction = 'pause' | 'resume' | 'cancel' | 'clone';
+export type JobAction = 'pause' | 'resume' | 'cancel' | 'clone' | 'delete';
 
 /** States the server pauses from (a queued job not yet admitted pauses at once). */
 const PAUSABLE: ReadonlySet<string> = new Set(['queued', 'starting', 'running', 'recovering']);
@@ -22,7 +22,18 @@ export function canCancel(status: string): boolean {
   return !isTerminal(status) && status !== 'cancelling';
 }
 
-const VERBS: Record<JobAction, string> = { pause: 'pause', resume: 'resume', cancel: 'cancel', clone: 'clone' };
+/** Only an ended job can be deleted (the server answers 409 otherwise: cancel it first). */
+export function canDelete(status: string): boolean {
+  return isTerminal(status);
+}
+
+const VERBS: Record<JobAction, string> = {
+  pause: 'pause',
+  resume: 'resume',
+  cancel: 'cancel',
+  clone: 'clone',
+  delete: 'delete',
+};
 
 /** The first line of an inline error: "Cannot pause now: ..." for a 409, else "Pause failed: ...". */
 export function actionErrorTitle(action: JobAction, error: ApiError): string {
