@@ -31,7 +31,7 @@ def test_top_level_help_mentions_jobs(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit):
         entry.main(["--help"])
     out = capsys.readouterr().out
-    assert "{validate,simulate,bench,run}" in out and "jigsaw jobs --help" in out
+    assert "{validate,simulate,arrivals,bench,run}" in out and "jigsaw jobs --help" in out
 
 
 def test_the_router_loads_neither_side_before_it_must() -> None:
