@@ -8,6 +8,7 @@ from django.conf import settings
 
 from webapp.celery_app import app
 from webapp.jobs import task_queue
+from webapp.webhooks import task_queue as webhook_tasks
 
 SENT = (
     task_queue.DISPATCH_JOB,
@@ -16,6 +17,9 @@ SENT = (
     task_queue.ADMISSION_TICK,
     task_queue.RECONCILE,
     task_queue.PUMP_ENGINE_EVENTS,
+    task_queue.RETENTION_SWEEP,
+    webhook_tasks.SWEEP,
+    webhook_tasks.DELIVER,
 )
 
 
