@@ -95,8 +95,8 @@ def celery_worker_thread(isolated_redis: None, transactional_db: None) -> Iterat
 
 
 @contextlib.contextmanager
-def in_thread_worker() -> Iterator[None]:
-    """A solo Celery worker in a thread of this process, and beat in another.
+def in_thread_worker(*, beat: bool = True) -> Iterator[None]:
+    """A solo Celery worker in a thread of this process, and beat in another unless not asked.
 
     The calling thread's database connections are handed back first. A solo pool sends
     ``worker_process_init`` from the thread that builds the worker, and Celery's Django fixup
@@ -114,16 +114,19 @@ def in_thread_worker() -> Iterator[None]:
     connections.close_all()
     with app.connection_for_write() as conn:
         conn.default_channel.queue_purge(TEST_NAMESPACE)
-    beat = EmbeddedService(app, thread=True, schedule_filename=tempfile.mktemp(prefix="beat-"))
     with start_worker(
         app, pool="solo", concurrency=1, perform_ping_check=False, loglevel="WARNING", shutdown_timeout=30
     ):
-        beat.start()
+        if not beat:
+            yield
+            return
+        service = EmbeddedService(app, thread=True, schedule_filename=tempfile.mktemp(prefix="beat-"))
+        service.start()
         try:
             yield
         finally:
-            beat.stop()
-            beat.join(timeout=5)
+            service.stop()
+            service.join(timeout=5)
 
 
 @dataclass
