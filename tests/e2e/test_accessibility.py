@@ -64,7 +64,7 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(
         ("jobs", "/", "[data-testid=job-row]"),
         ("job", f"/jobs/{first}", "[data-testid=clone-from-checkpoint]"),
         ("new-job", "/new", "#job-preset option"),
-        ("compare", f"/compare?jobs={first},{second}", "[data-testid=compare-line]"),
+        ("compare", f"/compare?jobs={first},{second}", "[data-testid^=compare-chart-][data-drawn]"),
         ("cluster", "/cluster", "[data-testid=cluster-timeline]"),
         ("manage", "/manage", "[data-testid=tenant-row]"),
         ("not-found", "/jobs/no/such-page", "main .notice"),
@@ -84,6 +84,12 @@ def test_no_page_has_a_serious_or_critical_accessibility_violation(
     page.get_by_test_id("clone-from-checkpoint").first.click()
     page.get_by_test_id("clone-dialog").wait_for()
     found += blocking_violations(page, "job, clone dialog open")
+    page.keyboard.press("Escape")
+    page.get_by_test_id("clone-dialog").wait_for(state="detached")
+    # The charts (uPlot's canvas and its cursor) with their controls, a group collapsed.
+    page.locator("[data-testid^=chart-][data-drawn]").first.wait_for()
+    page.get_by_test_id("group-toggle").first.click()
+    found += blocking_violations(page, "job, charts drawn")
     page.goto(f"{base}/manage")
     page.get_by_test_id("edit-quota").first.click()
     page.get_by_test_id("quota-form-acme").wait_for()

@@ -11,6 +11,7 @@ import uuid
 import pytest
 from rest_framework.test import APIClient
 
+from tests.e2e.charts import hover, readout
 from tests.e2e.conftest import ARTIFACTS
 from tests.e2e.helpers import check_widths, off_loop
 from tests.e2e.test_dashboard import PASSWORD, real_errors, sign_in
@@ -123,25 +124,30 @@ def test_filter_select_and_compare(browser, live_server_url, engine_speed, make_
     compare.click()
     page.wait_for_url(re.compile(r".*/compare\?jobs=.+"))
     assert set(page.url.split("jobs=", 1)[1].split(",")) == {first, second}
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=compare-line]').length === 2")
+    score = "compare-chart-response_length_mean"
+    page.locator(f"[data-testid={score}][data-drawn][data-lines='2']").wait_for()
     legend = page.get_by_test_id("compare-legend-item")
     assert legend.count() == 2
     assert {legend.nth(i).get_attribute("data-job-id") for i in range(2)} == {first, second}
     assert "cmp-alpha" in page.get_by_test_id("compare-legend").inner_text()
+    # Both runs have the same spec, so their lines coincide: the cursor's read-out names both.
+    hover(page, score, 0.5)
+    assert re.fullmatch(r"step \d+: cmp-\w+ .+, cmp-\w+ .+", readout(page, score)), readout(page, score)
 
-    # Pick another metric: still one line per job.
-    metric = page.get_by_test_id("compare-metric")
-    options = metric.locator("option").all_inner_texts()
-    assert "perf/throughput" in options, options
-    metric.select_option("perf/throughput")
-    page.get_by_test_id("compare-chart-perf_throughput").wait_for()
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=compare-line]').length === 2")
+    # Filter to another metric: still one line per job.
+    page.get_by_test_id("metric-filter").fill("throughput")
+    throughput = "compare-chart-perf_throughput"
+    page.locator(f"[data-testid={throughput}][data-drawn][data-lines='2']").wait_for()
+    assert page.locator(f"[data-testid={score}]").count() == 0
+    hover(page, throughput, 0.5)
+    assert re.fullmatch(r"step \d+: cmp-\w+ .+, cmp-\w+ .+", readout(page, throughput)), readout(page, throughput)
+    page.mouse.move(0, 0)
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
     check_widths(page, "compare", ARTIFACTS)
 
     # A reload of /compare is served the app too.
     page.reload()
-    page.wait_for_function("() => document.querySelectorAll('[data-testid=compare-line]').length === 2")
+    page.locator(f"[data-testid={score}][data-drawn][data-lines='2']").wait_for()
 
     # Back to the list: still filtered.
     page.go_back()

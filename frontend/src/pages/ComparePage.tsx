@@ -1,34 +1,33 @@
-import { useEffect, useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { isAbort } from '../api/client';
 import { ApiError } from '../api/errors';
-import type { Job, Point } from '../api/types';
+import type { Job } from '../api/types';
+import type { ChartLine } from '../charts/chartData';
+import { chartTestId, metricUnit, normalizeSeries, type SeriesMap } from '../charts/series';
+import { commonXAxes, jobClocks } from '../charts/xAxis';
 import { EngineModeBadge, SimulatedNote } from '../components/EngineMode';
-import { LineChart, type ChartSeries } from '../components/LineChart';
+import { MetricBoard } from '../components/MetricBoard';
 import { StatusChip } from '../components/StatusChip';
-import { WIDE_FRAME } from '../charts/frame';
-import { chartTestId, metricUnit } from '../charts/series';
-import { formatValue } from '../format';
 import { Link, navigate, useLocationSearch } from '../routing/navigation';
 import { jobPath } from '../routing/routes';
 import { useSession } from '../session';
-import { COMPARE_MAX_POINTS, COMPARE_METRICS, lineColor, metricsPresent } from './compare/compare';
+import { assignColors, COMPARE_MAX_POINTS, lineColor, metricsPresent } from './compare/compare';
 import { comparePath, parseCompareIds } from './jobs/listing';
 import './compare/compare.css';
 
 interface Loaded {
   job: Job | null;
-  series: Record<string, Point[]>;
+  series: SeriesMap;
   error: string;
 }
 
-/** `/compare?jobs=<id>,<id>`: the selected jobs' curves of one metric, overlaid. */
+/** `/compare?jobs=<id>,<id>`: the selected jobs' curves, one line per job on every metric's chart. */
 export function ComparePage() {
   const { api } = useSession();
   const search = useLocationSearch();
   const ids = useMemo(() => parseCompareIds(search), [search]);
   const idsKey = ids.join(',');
   const [loaded, setLoaded] = useState<Record<string, Loaded>>({});
-  const [metric, setMetric] = useState<string | null>(null);
 
   useEffect(() => {
     const controller = new AbortController();
@@ -36,7 +35,7 @@ export function ComparePage() {
       const errorText = (e: unknown) => (e instanceof ApiError ? e.message : String(e));
       Promise.allSettled([
         api.getJob(id, controller.signal),
-        api.getNamedMetrics(id, COMPARE_METRICS, COMPARE_MAX_POINTS, controller.signal),
+        api.getMetricHistory(id, COMPARE_MAX_POINTS, controller.signal),
       ]).then(([job, metrics]) => {
         if (controller.signal.aborted) return;
         const failed = [job, metrics].find((r) => r.status === 'rejected' && !isAbort(r.reason));
@@ -44,7 +43,7 @@ export function ComparePage() {
           ...prev,
           [id]: {
             job: job.status === 'fulfilled' ? job.value : null,
-            series: metrics.status === 'fulfilled' ? (metrics.value.series ?? {}) : {},
+            series: metrics.status === 'fulfilled' ? normalizeSeries(metrics.value.series) : {},
             error: failed && failed.status === 'rejected' ? errorText(failed.reason) : '',
           },
         }));
@@ -53,16 +52,36 @@ export function ComparePage() {
     return () => controller.abort();
   }, [api, idsKey]); // idsKey stands for ids
 
-  const present = useMemo(() => metricsPresent(ids.map((id) => loaded[id]?.series)), [ids, loaded]);
-  const shown = metric && present.includes(metric) ? metric : (present[0] ?? null);
-  const allLoaded = ids.every((id) => loaded[id] !== undefined);
+  // A job keeps its colour while it is compared, whichever others come and go.
+  const colorIndex = useRef<Record<string, number>>({});
+  const colors = useMemo(() => {
+    colorIndex.current = assignColors(ids, colorIndex.current);
+    return Object.fromEntries(ids.map((id) => [id, lineColor(colorIndex.current[id]!)]));
+  }, [idsKey]); // idsKey stands for ids
+  const label = (id: string) => loaded[id]?.job?.name || id;
 
-  const lines: (ChartSeries & { label: string; color: string })[] = ids.map((id, i) => ({
-    id,
-    label: loaded[id]?.job?.name || id,
-    color: lineColor(i),
-    points: (shown && loaded[id]?.series[shown]) || [],
-  }));
+  const present = useMemo(() => metricsPresent(ids.map((id) => loaded[id]?.series)), [ids, loaded]);
+  const allLoaded = ids.every((id) => loaded[id] !== undefined);
+  const linesByMetric = useMemo(() => {
+    const clocks = Object.fromEntries(ids.map((id) => [id, jobClocks(loaded[id]?.series ?? {})]));
+    const out: Record<string, ChartLine[]> = {};
+    for (const metric of present) {
+      out[metric] = ids
+        .filter((id) => (loaded[id]?.series[metric]?.length ?? 0) > 0)
+        .map((id) => ({
+          id,
+          label: loaded[id]?.job?.name || id,
+          color: colors[id]!,
+          points: loaded[id]!.series[metric]!,
+          clocks: clocks[id],
+        }));
+    }
+    return out;
+  }, [ids, loaded, present, colors]);
+  const xAxes = useMemo(
+    () => commonXAxes(ids.filter((id) => loaded[id]).map((id) => loaded[id]!.series)),
+    [ids, loaded],
+  );
 
   const remove = (id: string) => {
     const rest = ids.filter((x) => x !== id);
@@ -89,59 +108,47 @@ export function ComparePage() {
           {ids.some((id) => loaded[id]?.job?.engine_mode === 'simulated') && (
             <SimulatedNote subject="Simulated runs" />
           )}
-          <div className="compare-controls">
-            <label className="inline-field">
-              <span>Metric</span>
-              <select
-                data-testid="compare-metric"
-                value={shown ?? ''}
-                disabled={present.length === 0}
-                onChange={(e) => setMetric(e.target.value)}
-              >
-                {present.length === 0 && <option value="">{allLoaded ? 'no metrics yet' : 'loading…'}</option>}
-                {present.map((m) => (
-                  <option key={m} value={m}>
-                    {m}
-                  </option>
-                ))}
-              </select>
-            </label>
-          </div>
-
           <div className="compare-layout">
-            {shown ? (
-              <LineChart
-                name={shown}
-                series={lines}
-                frame={WIDE_FRAME}
-                className="compare-chart"
-                testId={`compare-${chartTestId(shown)}`}
-                seriesTestId="compare-line"
-                summary={`${shown}${metricUnit(shown) ? ` (${metricUnit(shown)})` : ''}: ${
-                  lines.filter((l) => l.points.length > 0).length
-                } of ${lines.length} jobs have data`}
-                emptyText="No data for this metric yet."
+            {present.length > 0 ? (
+              <MetricBoard
+                linesByMetric={linesByMetric}
+                xAxes={xAxes}
+                testIdFor={(metric) => `compare-${chartTestId(metric)}`}
+                summaryFor={(metric, lines) =>
+                  `${metric}${metricUnit(metric) ? ` (${metricUnit(metric)})` : ''}: ${lines.length} of ${ids.length} jobs have data (${lines
+                    .map((l) => l.label)
+                    .join(', ')})`
+                }
+                syncKey={`compare-${idsKey}`}
+                chartHeight={240}
+                chartClassName="compare-chart"
               />
             ) : (
               <p className="muted empty">{allLoaded ? 'None of these jobs has reported metrics yet.' : 'Loading…'}</p>
             )}
 
             <ul className="compare-legend" aria-label="Jobs compared" data-testid="compare-legend">
-              {lines.map((l) => {
-                const entry = loaded[l.id];
-                const last = l.points[l.points.length - 1];
+              {ids.map((id) => {
+                const entry = loaded[id];
+                const lastStep = latestStep(entry?.series);
                 return (
-                  <li key={l.id} className="compare-legend-item" data-testid="compare-legend-item" data-job-id={l.id}>
-                    <span className="legend-swatch" style={{ background: l.color }} aria-hidden="true" />
+                  <li
+                    key={id}
+                    className="compare-legend-item"
+                    data-testid="compare-legend-item"
+                    data-job-id={id}
+                    data-color={colors[id]}
+                  >
+                    <span className="legend-swatch" style={{ background: colors[id] }} aria-hidden="true" />
                     <span className="legend-body">
-                      <Link to={jobPath(l.id)} className="legend-name">
-                        {l.label}
+                      <Link to={jobPath(id)} className="legend-name">
+                        {label(id)}
                       </Link>
                       <span className="legend-meta">
                         {entry?.job && <StatusChip job={entry.job} />}
                         {entry?.job && <EngineModeBadge mode={entry.job.engine_mode} />}
                         <span className="legend-value">
-                          {last ? `${formatValue(last[1])} @ step ${last[0]}` : entry ? 'no data' : 'loading…'}
+                          {lastStep !== null ? `step ${lastStep}` : entry ? 'no data' : 'loading…'}
                         </span>
                       </span>
                       {entry?.error && (
@@ -153,8 +160,8 @@ export function ComparePage() {
                     <button
                       type="button"
                       className="btn btn-quiet legend-remove"
-                      aria-label={`Remove ${l.label} from the comparison`}
-                      onClick={() => remove(l.id)}
+                      aria-label={`Remove ${label(id)} from the comparison`}
+                      onClick={() => remove(id)}
                     >
                       ×
                     </button>
@@ -167,4 +174,14 @@ export function ComparePage() {
       )}
     </>
   );
+}
+
+/** The last step any of a job's series reached; null before it has a point. */
+function latestStep(series: SeriesMap | undefined): number | null {
+  let last: number | null = null;
+  for (const points of Object.values(series ?? {})) {
+    const step = points[points.length - 1]?.[0];
+    if (step !== undefined && (last === null || step > last)) last = step;
+  }
+  return last;
 }

@@ -2,10 +2,9 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { isAbort } from '../api/client';
 import { ApiError } from '../api/errors';
 import { isTerminal, type Checkpoint, type Job, type JobEvent, type JobStatus } from '../api/types';
-import { applyMetricEvents, mergeSeriesMaps, normalizeSeries, orderMetricNames, type SeriesMap } from '../charts/series';
+import { applyMetricEvents, mergeSeriesMaps, normalizeSeries, type SeriesMap } from '../charts/series';
 import { EngineModeBadge, SimulatedNote } from '../components/EngineMode';
 import { EventList } from '../components/EventList';
-import { LineChart } from '../components/LineChart';
 import { LiveIndicator } from '../components/LiveIndicator';
 import { ProgressBar } from '../components/ProgressBar';
 import { usePolling } from '../hooks/usePolling';
@@ -21,6 +20,7 @@ import { DownloadCsvLink } from './job/DownloadCsvLink';
 import { EstimateAccuracy } from './job/EstimateAccuracy';
 import { JobActions } from './job/JobActions';
 import { JobFacts } from './job/JobFacts';
+import { JobMetricCharts } from './job/JobMetricCharts';
 import { JobStatusLine } from './job/JobStatusLine';
 import { LogsPanel } from './job/LogsPanel';
 import { keepLatestProgress, progressFromEvents } from './job/progress';
@@ -179,7 +179,6 @@ export function JobPage({ jobId }: { jobId: string }) {
     return <p className="muted">Loading job…</p>;
   }
 
-  const names = orderMetricNames(Object.keys(series));
   const writable = canWrite(tenant);
 
   return (
@@ -228,14 +227,10 @@ export function JobPage({ jobId }: { jobId: string }) {
             Could not load the metric history ({metricsError}); showing live points only.
           </div>
         )}
-        {names.length === 0 ? (
+        {Object.keys(series).length === 0 ? (
           <p className="muted">No metrics yet.</p>
         ) : (
-          <div className="charts">
-            {names.map((name) => (
-              <LineChart key={name} name={name} points={series[name]!} />
-            ))}
-          </div>
+          <JobMetricCharts jobId={job.id} series={series} />
         )}
       </section>
 

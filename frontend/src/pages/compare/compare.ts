@@ -3,8 +3,7 @@
 import type { Point } from '../../api/types';
 import { orderMetricNames } from '../../charts/series';
 
-/** The metrics the compare page asks for, in the order it offers them. */
-export const COMPARE_METRICS = ['critic/score/mean', 'response_length/mean', 'perf/throughput', 'timing_s/step'];
+/** Points per series per job (downsampled on the server): several jobs share one chart. */
 export const COMPARE_MAX_POINTS = 500;
 
 /** Colour-blind-safe line colours (Okabe–Ito, then two more); one per compared job. */
@@ -22,4 +21,27 @@ export function metricsPresent(seriesByJob: Iterable<Record<string, readonly Poi
     for (const [name, points] of Object.entries(series)) if (points.length > 0) names.add(name);
   }
   return orderMetricNames(names);
+}
+
+/**
+ * Each job's colour index, kept for as long as the job is compared: removing a job frees its
+ * colour without repainting the others, and a job added later takes the lowest free one (its
+ * old one if free again). `previous` is the last answer; the result remembers removed jobs too.
+ */
+export function assignColors(ids: readonly string[], previous: Readonly<Record<string, number>>): Record<string, number> {
+  const out: Record<string, number> = { ...previous };
+  const used = new Set<number>();
+  const fresh: string[] = [];
+  for (const id of ids) {
+    const kept = previous[id];
+    if (kept !== undefined && !used.has(kept)) used.add(kept);
+    else fresh.push(id);
+  }
+  for (const id of fresh) {
+    let index = 0;
+    while (used.has(index)) index++;
+    used.add(index);
+    out[id] = index;
+  }
+  return out;
 }
