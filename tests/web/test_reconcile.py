@@ -121,3 +121,19 @@ def test_a_redelivered_dispatch_never_starts_a_pipeline_twice(make_actor, slow_e
     _, events, _ = engine_gateway.pull_events(cursor=0, limit=1000)
     starts = [e for e in events if e.pipeline_id == str(job.pk) and e.data.get("status") == "starting"]
     assert len(starts) == 1
+
+
+def test_a_pipeline_of_a_job_the_database_holds_as_waiting_is_adopted(make_actor, slow_engine) -> None:
+    """A database restored from a dump taken before the job's admission: the engine runs the job
+    and the database has it waiting. It is admitted as it runs, neither cancelled nor sent again."""
+    job = admitted_job(make_actor("acme"))
+    dispatch_job(str(job.pk))
+    Job.objects.filter(pk=job.pk).update(admitted_at=None, attempt=0)  # the dump's row: never admitted
+    result = reconcile.reconcile()
+    assert (result.adopted, result.orphans_cancelled, result.redispatched) == ([str(job.pk)], [], [])
+    job.refresh_from_db()
+    assert job.admitted_at is not None and job.attempt == 1
+    assert job.status_reason == reconcile.ADOPTED_REASON
+    assert engine_gateway.pipeline_states()[str(job.pk)] in ("queued", "starting", "running")
+    assert reconcile.reconcile().adopted == []  # it holds its capacity now
+    assert admission.admission_tick().admitted == []  # and is not admitted (or sent) a second time

@@ -11,7 +11,11 @@ compares the database's status with the engine's:
 - cancelling or pausing while the engine still runs it: the request is sent again.
 
 And the other way: a pipeline the engine runs for a job the database holds as ended, paused
-or unknown is cancelled there (it would use capacity nobody accounts for).
+or unknown is cancelled there (it would use capacity nobody accounts for). One the database
+holds as waiting for admission (or, once the pump replayed the engine's events, as running
+without an admission) is adopted instead: admitted as it is. Only a database that went back in
+time does that, restored from a dump taken before the admission; cancelling would end a job
+nobody cancelled, and sending it again would run it twice.
 """
 
 from __future__ import annotations
@@ -26,11 +30,12 @@ from django.utils import timezone
 
 from webapp import engine_gateway
 from webapp.jobs import task_queue
-from webapp.jobs.admission import holding_jobs
+from webapp.jobs.admission import HOLDING_STATUSES, holding_jobs
+from webapp.jobs.journal import JobJournal
 from webapp.jobs.models import Job, JobStatus
 from webapp.jobs.selectors import latest_checkpoint_step
 from webapp.jobs.services.engine_events import engine_events_pump
-from webapp.jobs.services.lifecycle import job_transition
+from webapp.jobs.services.lifecycle import job_transition, transition_locked
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +45,8 @@ DISPATCH_GRACE_S = 30.0
 (``RECONCILE_DISPATCH_GRACE_S`` in settings overrides it)."""
 
 _ENGINE_RUNNING = {"queued", "starting", "running"}
+_ADOPTABLE = (JobStatus.QUEUED, JobStatus.STARTING, JobStatus.RUNNING, JobStatus.RECOVERING)
+ADOPTED_REASON = "admitted: the engine runs it, and the database had not recorded its admission"
 
 
 @dataclass
@@ -50,6 +57,8 @@ class ReconcileResult:
     """Job id -> the status it was moved to because the engine no longer has it."""
     resent: list[str] = field(default_factory=list)
     orphans_cancelled: list[str] = field(default_factory=list)
+    adopted: list[str] = field(default_factory=list)
+    """Jobs the engine runs that the database held as not admitted (restored from a dump)."""
 
 
 def _try_lock() -> bool:
@@ -90,11 +99,30 @@ def reconcile() -> ReconcileResult:
         holding = {str(pk) for pk in holding_jobs().values_list("pk", flat=True)}
         for job_id, engine_state in states.items():
             if engine_state in _ENGINE_RUNNING and job_id not in holding:
-                engine_gateway.cancel_pipeline(job_id=job_id)
-                result.orphans_cancelled.append(job_id)
-    if result.redispatched or result.settled or result.orphans_cancelled:
+                _unaccounted(job_id, result)
+    if result.redispatched or result.settled or result.orphans_cancelled or result.adopted:
         logger.warning("reconciled: %s", result)
     return result
+
+
+def _unaccounted(job_id: str, result: ReconcileResult) -> None:
+    """A pipeline the engine runs for no job that holds capacity: adopt it or cancel it."""
+    job = Job.objects.select_for_update(skip_locked=True).defer("spec").filter(pk=job_id).first()
+    if job is None and Job.objects.filter(pk=job_id).exists():
+        return  # another transaction holds the row (the pump applying its events): the next pass decides
+    if job is not None and job.admitted_at is not None and job.status in HOLDING_STATUSES:
+        return  # admitted since the list of holding jobs was read
+    if job is not None and job.admitted_at is None and job.status in _ADOPTABLE:
+        job.admitted_at = timezone.now()
+        job.attempt += 1  # the admission the database lost
+        journal = JobJournal()
+        journal.touch(job, "admitted_at", "attempt")
+        transition_locked(journal, job, to=job.status, reason=ADOPTED_REASON, failure_class="", allow_same=True)
+        journal.flush()
+        result.adopted.append(job_id)
+        return
+    engine_gateway.cancel_pipeline(job_id=job_id)
+    result.orphans_cancelled.append(job_id)
 
 
 def _redispatch(job: Job) -> None:
