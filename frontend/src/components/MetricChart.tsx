@@ -55,16 +55,20 @@ export const MetricChart = memo(function MetricChart({
   emptyText,
 }: MetricChartProps) {
   const { xMode, smoothing, logScale, syncKey } = view;
-  const columns = useMemo(() => buildColumns(lines, xMode, smoothing), [lines, xMode, smoothing]);
-  const hasData = columns[0].length > 0;
+  const hasData = lines.some((l) => l.points.length > 0);
   const figureRef = useRef<HTMLElement>(null);
+  const [visible, setVisible] = useState(false);
+  // Built only once the chart is near the viewport: live points re-render every chart.
+  const columns = useMemo(
+    () => (visible ? buildColumns(lines, xMode, smoothing) : null),
+    [visible, lines, xMode, smoothing],
+  );
   const plotRef = useRef<HTMLDivElement>(null);
   const readoutRef = useRef<HTMLSpanElement>(null);
   const announceRef = useRef<HTMLSpanElement>(null);
   const uplotRef = useRef<uPlot | null>(null);
   const zoomedRef = useRef(false);
   const keyIdxRef = useRef<number | null>(null);
-  const [visible, setVisible] = useState(false);
   const hintId = useId();
   const unit = metricUnit(name);
 
@@ -86,7 +90,7 @@ export const MetricChart = memo(function MetricChart({
 
   // Made once visible; remade when what the options depend on changes.
   const colorsKey = lines.map((l) => `${l.id}=${l.color}`).join('|');
-  const distr = logScale ? logDistr(columns.slice(1)) : 1;
+  const distr = logScale && columns ? logDistr(columns.slice(1)) : 1;
   const smoothed = smoothing > 0;
   useEffect(() => {
     const figure = figureRef.current;
@@ -107,7 +111,7 @@ export const MetricChart = memo(function MetricChart({
 
   useEffect(() => {
     const target = plotRef.current;
-    if (!visible || !target || !hasData) return;
+    if (!columns || !target || !hasData) return;
     const muted = cssVar('--muted', '#5d6675');
     const grid = '#edf0f4';
     const series: uPlot.Series[] = [{ label: X_AXIS_LABELS[xMode] }];
@@ -191,7 +195,7 @@ export const MetricChart = memo(function MetricChart({
   // New points (live ones, a changed axis or smoothing): redrawn in place, a zoom kept.
   useEffect(() => {
     const u = uplotRef.current;
-    if (u && u.data !== (columns as uPlot.AlignedData)) u.setData(columns as uPlot.AlignedData, !zoomedRef.current);
+    if (u && columns && u.data !== (columns as uPlot.AlignedData)) u.setData(columns as uPlot.AlignedData, !zoomedRef.current);
     // The read-out is written here and by uPlot's cursor hook, never rendered by React.
     if (readoutRef.current && (!u || u.cursor.idx == null)) {
       readoutRef.current.textContent = u ? describeRef.current(u, null) : latestText(lines);
