@@ -33,19 +33,23 @@ def compare_policies(
     composites: Mapping[str, Sequence[str]] | None = None,
     alone: Mapping[str, float] | str | None = None,
     progress: Progress | None = None,
+    needless: Callable[[str, Mapping[str, Figures]], bool] | None = None,
 ) -> dict[str, Any]:
     """``run_one`` each of ``runs`` (default: ``policies``) in order, and report ``policies``
     in order: a run's figures, or for a name in ``composites`` those of its member that ran
     with the highest throughput (``chosen`` names it; a composite none of whose members ran is
     left out). ``alone``: each pipeline's step latency alone, or the run whose step latencies
-    stand for it; every pipeline of every run then gets its ``latency_ratio_vs_alone``."""
+    stand for it; every pipeline of every run then gets its ``latency_ratio_vs_alone``.
+    ``needless(name, figures so far)``: true where the report cannot use that run (a
+    composite's member proven to lose to one that ran), which is then skipped."""
     composites = composites or {}
     order = list(policies if runs is None else runs)
     results: dict[str, Figures] = {}
     for i, name in enumerate(order):
         if progress is not None:
             progress(i, len(order), name)
-        results[name] = run_one(name)
+        if needless is None or not needless(name, results):
+            results[name] = run_one(name)
     if progress is not None:
         progress(len(order), len(order), "done")
     if isinstance(alone, str):

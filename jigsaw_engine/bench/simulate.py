@@ -6,7 +6,7 @@ scheduler (and, for ``verl-serial``, the pipelines' device counts) differ.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,7 +18,7 @@ from jigsaw_engine.control.cluster_controller import ClusterController
 from jigsaw_engine.control.run_record import RunRecord
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.cost.device import load_device_profile
-from jigsaw_engine.cost.lower_bound import LowerBound, lower_bound
+from jigsaw_engine.cost.lower_bound import LowerBound, chain_s, lower_bound
 from jigsaw_engine.errors import JigsawError
 from jigsaw_engine.graph.builder import GraphConfig
 from jigsaw_engine.sched.dedicated import DedicatedScheduler
@@ -92,6 +92,11 @@ def _best_pool_split(
     return max(candidates, key=lambda c: _alone_throughput(c, cluster, graph, make_scheduler))
 
 
+def _streamrl_lag(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
+    """StreamRL's one-step lag on an async pipeline, before its pool split is searched."""
+    return replace(spec, staleness=min(spec.staleness, 1)) if spec.mode is SyncMode.ASYNC else spec
+
+
 def _streamrl(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
     """StreamRL: asynchronous with staleness 1 on disaggregated rollout and training pools,
     length-aware dispatch; the pool split is searched per pipeline (colocated included, so
@@ -99,9 +104,12 @@ def _streamrl(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
     StreamRL's overlap needs the one-step lag."""
     if spec.mode is not SyncMode.ASYNC:
         return spec
-    return _best_pool_split(
-        replace(spec, staleness=min(spec.staleness, 1)), cluster, STREAMRL_GRAPH, DedicatedScheduler
-    )
+    return _best_pool_split(_streamrl_lag(spec, cluster), cluster, STREAMRL_GRAPH, DedicatedScheduler)
+
+
+def _areal_lag(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
+    """AReaL's staleness bound (the pipeline's, at most 4), before its pool split is searched."""
+    return replace(spec, staleness=min(spec.staleness, 4)) if spec.mode is SyncMode.ASYNC else spec
 
 
 def _areal(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
@@ -111,7 +119,12 @@ def _areal(spec: PipelineSpec, cluster: ClusterSpec) -> PipelineSpec:
     verl's layout: their next rollout needs this step's weights."""
     if spec.mode is not SyncMode.ASYNC:
         return spec
-    return _best_pool_split(replace(spec, staleness=min(spec.staleness, 4)), cluster, AREAL_GRAPH, _areal_scheduler)
+    return _best_pool_split(_areal_lag(spec, cluster), cluster, AREAL_GRAPH, _areal_scheduler)
+
+
+def _serially(transform: Transform) -> Transform:
+    """``transform`` applied to the pipeline given the whole cluster (verl's other deployment)."""
+    return lambda spec, cluster: transform(_whole_cluster(spec, cluster), cluster)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,17 +135,27 @@ class Policy:
     graph_config: GraphConfig = field(default_factory=GraphConfig)
     plan: Callable[[ClusterSpec, dict[str, PipelineSpec]], tuple[dict[str, PipelineSpec], Scheduler]] | None = None
     """For policies whose layout spans jobs (RollMux's groups): specs and scheduler at once."""
+    serial_bound: Transform | None = None
+    """For a deployment that runs the pipelines one after another on the whole cluster: each
+    pipeline's spec before its layout search (every layout the search may choose shares what
+    :func:`serial_throughput_bound` reads of it)."""
 
 
 POLICIES: dict[str, Policy] = {
     p.name: p
     for p in (
         Policy("verl-dedicated", DedicatedScheduler, _synchronous),
-        Policy("verl-serial", DedicatedScheduler, lambda s, c: _synchronous(_whole_cluster(s, c), c)),
+        Policy("verl-serial", DedicatedScheduler, _serially(_synchronous), serial_bound=_serially(_synchronous)),
         Policy("streamrl-dedicated", DedicatedScheduler, _streamrl, STREAMRL_GRAPH),
-        Policy("streamrl-serial", DedicatedScheduler, lambda s, c: _streamrl(_whole_cluster(s, c), c), STREAMRL_GRAPH),
+        Policy(
+            "streamrl-serial",
+            DedicatedScheduler,
+            _serially(_streamrl),
+            STREAMRL_GRAPH,
+            serial_bound=_serially(_streamrl_lag),
+        ),
         Policy("areal-dedicated", _areal_scheduler, _areal, AREAL_GRAPH),
-        Policy("areal-serial", _areal_scheduler, lambda s, c: _areal(_whole_cluster(s, c), c), AREAL_GRAPH),
+        Policy("areal-serial", _areal_scheduler, _serially(_areal), AREAL_GRAPH, serial_bound=_serially(_areal_lag)),
         Policy("rollmux", DedicatedScheduler, plan=plan_rollmux),
         Policy("muxserve", DedicatedScheduler, plan=plan_muxserve),
     )
@@ -280,6 +303,42 @@ def workload_lower_bound(cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -
     return lower_bound(cost, pipelines, cluster.num_devices)
 
 
+BOUND_SLACK = 1e-9
+"""Relative margin on a proven bound before it rules a run out: float rounding, never reached."""
+
+
+def serial_throughput_bound(
+    policy: Policy, cluster: ClusterSpec, specs: dict[str, PipelineSpec], bound: LowerBound | None = None
+) -> float:
+    """No throughput ``policy`` (a serial deployment: :attr:`Policy.serial_bound` set) can
+    reach on ``specs``, whichever layouts its search picks. ``bound``: the workload's
+    :func:`workload_lower_bound`, if already at hand (its per-step paths are reused).
+
+    Why it holds: each pipeline asks for the whole cluster (``tp`` times ``N // tp`` devices,
+    more than half of ``N``), so the dedicated scheduler admits one only once the one before
+    it has ended; the makespan is the sum of the pipelines' runs alone, each one no shorter
+    than its critical path (:func:`~jigsaw_engine.cost.lower_bound.chain_s`: each step's
+    slowest sequence decoded alone, training on all the pipeline's devices, the weight sync,
+    steps ordered by the staleness bound; a sub-stage never runs faster than alone on whole
+    devices, whatever it shares them with). The path reads the spec's model, ``tp``, device
+    count and algorithm, which every layout of the search shares (never the rollout/training
+    split), and the policy's staleness. The bound's work term is left out: AReaL's tail decode
+    and the next step's generation on one device do more than a device-second of work a
+    second (``cost.interference``). The trained tokens are those of the sampled steps, the
+    same under every layout."""
+    if policy.serial_bound is None:
+        raise ValueError(f"{policy.name} is not a serial deployment")
+    bound = bound or workload_lower_bound(cluster, specs)
+    makespan_s, tokens = 0.0, 0
+    for spec, pipeline in zip(specs.values(), bound.pipelines, strict=True):
+        member, whole = policy.serial_bound(spec, cluster), _whole_cluster(spec, cluster)
+        if replace(member, mode=whole.mode, staleness=whole.staleness) != whole:
+            raise ValueError(f"{policy.name}: the bound's paths were drawn for another layout of {spec.name!r}")
+        makespan_s += chain_s(pipeline.steps, member.staleness)
+        tokens += sum(p.total_tokens for s in range(spec.total_steps) for p in sample_step(spec, s))
+    return tokens / makespan_s if makespan_s > 0 else float("inf")
+
+
 def alone_latencies(cluster: ClusterSpec, specs: dict[str, PipelineSpec]) -> dict[str, float]:
     """Each pipeline's time per step running alone, as submitted (sync or async), on its own
     devices (its num_gpus)."""
@@ -297,12 +356,16 @@ def simulate_workload(
     steps: int | None,
     seed: int,
     timing: bool = True,
+    exhaustive: bool = False,
     progress: Callable[[int, int, str], None] = lambda done, total, name: None,
     on_run: Callable[[str, PolicyRun], None] = lambda name, run: None,
 ) -> dict[str, Any]:
     """Every policy (composites: each member, reporting the best) on the same specs and seeds.
-    ``progress(done, total, name)`` is called before each policy runs and once at the end;
-    ``on_run`` receives each finished run (its controller holds the timeline)."""
+    A composite's serial member that was not asked for by name is skipped where its
+    :func:`serial_throughput_bound` is below a member that ran (it cannot be the best; its
+    search is what takes the time at scale); ``exhaustive`` runs it all the same.
+    ``progress(done, total, name)`` is called before each policy runs (or is skipped) and
+    once at the end; ``on_run`` receives each finished run (its controller holds the timeline)."""
     unknown = [p for p in policies if p not in AVAILABLE]
     if unknown:
         raise ValueError(f"unknown policies {unknown}; available: {', '.join(AVAILABLE)}")
@@ -310,6 +373,21 @@ def simulate_workload(
     specs = prepare(workload, steps=steps, seed=seed)
     alone = alone_latencies(cluster, specs)
     bound = workload_lower_bound(cluster, specs)
+
+    def needless(name: str, results: Mapping[str, dict[str, Any]]) -> bool:
+        # Strictly below a member that ran: the composite could not report it, tie or not.
+        if exhaustive or name in policies or POLICIES[name].serial_bound is None:
+            return False
+        rivals: list[float] = [
+            results[m]["throughput_tokens_per_s"]
+            for composite, members in COMPOSITE.items()
+            if composite in policies and name in members
+            for m in members
+            if m in results
+        ]
+        if not rivals:
+            return False
+        return serial_throughput_bound(POLICIES[name], cluster, specs, bound) * (1 + BOUND_SLACK) < max(rivals)
 
     def run_one(name: str) -> dict[str, Any]:
         run = run_policy(POLICIES[name], cluster, specs)
@@ -327,6 +405,7 @@ def simulate_workload(
         # Keyed as the report names pipelines; where names repeat, as the report keeps them.
         alone={specs[pid].name: alone[pid] for pid in sorted(specs)},
         progress=progress,
+        needless=needless,
     )
     return {
         **result,

@@ -106,9 +106,15 @@ class Placement:
         # answer: the rest of the cluster (hundreds of devices) is scanned only when it is not.
         at_home = sorted((d for d in home if usable(d)), key=preference)
         chosen = first_fit(at_home)
-        if chosen is not None:
+        if chosen is not None or node.worker is None:  # no device away is usable for training
             return chosen
-        away = sorted((d for d in range(view.num_devices) if d not in home and usable(d)), key=preference)
+        # Where the node may not share a device, only a free one fits: the scan of a large
+        # cluster skips the busy ones before asking (the same devices, found faster).
+        shares = self._split.may_share(node)
+        away = sorted(
+            (d for d in range(view.num_devices) if (shares or load.get(d, 0.0) < EPS) and d not in home and usable(d)),
+            key=preference,
+        )
         return first_fit(at_home + away)
 
     def _lendable(self, view: ClusterView, stage: ReadyStage, owner: str | None, device: int) -> bool:

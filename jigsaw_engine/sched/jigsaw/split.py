@@ -32,6 +32,11 @@ class DynamicSplit:
         self._interference = interference
         self._homes = homes
 
+    def may_share(self, node: SubStage) -> bool:
+        """Whether ``node`` may ever run on a device in use; if not, :meth:`fits_beside` is
+        true exactly of the free devices."""
+        return self.options.colocate and not is_tail(node)
+
     def fits_beside(
         self,
         pid: str,
