@@ -57,6 +57,10 @@ def test_job_and_compare_charts(browser, live_server_url, make_actor) -> None:
     assert page.get_by_test_id("metric-count").inner_text() == "8 metrics"
     assert colour_pixels(page, SCORE, [ACCENT])[0] > 50, "the score line is not drawn"
     assert readout(page, SCORE) == "0.9"  # the latest value, before any cursor (40/40 - 0.1)
+    # A chart is drawn when it first comes near the viewport: scroll to the last one.
+    page.get_by_test_id("chart-val-core_gsm8k_acc").scroll_into_view_if_needed()
+    page.locator("[data-testid=chart-val-core_gsm8k_acc][data-drawn]").wait_for()
+    page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(ARTIFACTS / "charts-job.png"), full_page=True)
 
     # -- the filter box, and a group collapsed from the keyboard ------------------------------
@@ -157,6 +161,9 @@ def test_job_and_compare_charts(browser, live_server_url, make_actor) -> None:
     hover(page, chart, 0.5)
     assert re.fullmatch(r"step \d+: alpha .+, beta .+, gamma .+", readout(page, chart)), readout(page, chart)
     page.mouse.move(0, 0)
+    page.get_by_test_id("compare-chart-val-core_gsm8k_acc").scroll_into_view_if_needed()
+    page.locator("[data-testid=compare-chart-val-core_gsm8k_acc][data-drawn]").wait_for()
+    page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(ARTIFACTS / "charts-compare.png"), full_page=True)
 
     page.get_by_role("button", name="Remove beta from the comparison").click()
