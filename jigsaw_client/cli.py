@@ -8,6 +8,7 @@
     jigsaw jobs cancel JOB_ID
     jigsaw jobs delete JOB_ID --yes
     jigsaw jobs quota
+    jigsaw jobs rewards
 
 The server is ``--url`` or ``$JIGSAW_URL`` (default http://127.0.0.1:8000), the API token
 ``--token`` or ``$JIGSAW_TOKEN``. Exit status: 0 done (a watched job succeeded), 1 an error or
@@ -31,6 +32,7 @@ from jigsaw_client.errors import ApiError, ClientError
 from jigsaw_client.estimates import estimate_text
 from jigsaw_client.follow import follow_events, follow_logs
 from jigsaw_client.models import Job
+from jigsaw_client.rewards import reward_table
 from jigsaw_client.spec_file import SpecFileError, load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -136,6 +138,15 @@ def _quota(client: JigsawClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _rewards(client: JigsawClient, args: argparse.Namespace) -> int:
+    rewards = client.rewards()
+    if args.json:
+        _print_json(rewards)
+    else:
+        print(reward_table(rewards))
+    return EXIT_OK
+
+
 def _print_json(value: Any) -> None:
     print(json.dumps(value, indent=2))
 
@@ -194,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("job_id", type=_job_id)
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     p = command("quota", _quota, "the tenant's limits and what it uses of them")
+    p.add_argument("--json", action="store_true")
+    p = command("rewards", _rewards, "the rewards a spec's data.grader may name here, with what each suits")
     p.add_argument("--json", action="store_true")
     return parser
 

@@ -22,6 +22,7 @@ from jigsaw_client import routes
 from jigsaw_client.errors import ApiError, ConnectionFailed, UnexpectedResponse
 from jigsaw_client.estimates import JobAccuracy, JobEstimate
 from jigsaw_client.models import EventPage, Job, JobEvent, JobPage, LogPage, Quota
+from jigsaw_client.rewards import Reward, RewardPage
 from jigsaw_client.routes import Route
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -139,6 +140,11 @@ class JigsawClient:
     # -- account and schema ------------------------------------------------------------------
     def quota(self) -> Quota:
         return cast(Quota, self._call(routes.QUOTA))
+
+    def rewards(self) -> list[Reward]:
+        """The rewards a spec's ``data.grader`` may name here: the built-in graders and those
+        the operator installed, each with what it suits and its time limit."""
+        return cast(RewardPage, self._call(routes.REWARDS))["results"]
 
     def schema(self) -> dict[str, Any]:
         """The server's OpenAPI document."""

@@ -33,6 +33,7 @@ JOB_DELETE = Route("DELETE", "/api/v1/jobs/{id}", retry_safe=False)
 JOB_LOGS = Route("GET", "/api/v1/jobs/{id}/logs", retry_safe=True)
 JOB_EVENTS = Route("GET", "/api/v1/jobs/{id}/events", retry_safe=True)
 QUOTA = Route("GET", "/api/v1/quota", retry_safe=True)
+REWARDS = Route("GET", "/api/v1/rewards", retry_safe=True)
 
 API_ROUTES: tuple[Route, ...] = (
     JOBS_LIST,
@@ -45,6 +46,7 @@ API_ROUTES: tuple[Route, ...] = (
     JOB_LOGS,
     JOB_EVENTS,
     QUOTA,
+    REWARDS,
 )
 
 # The schema does not list itself.

@@ -50,6 +50,7 @@ __all__ = [
     "forecast_job",
     "list_models",
     "list_presets",
+    "list_rewards",
     "remove_job_checkpoints",
     "resolve_spec",
     "start_local_engine",
@@ -74,13 +75,26 @@ def validate_spec(
     try:
         parsed = parse_pipeline_spec(spec)
     except SpecError as exc:
-        return exc.errors
-    errors = check_fits_cluster(parsed, cluster) if cluster is not None else []
+        unknown = _unknown_reward(spec)
+        return [e for e in exc.errors if not unknown or e.field != "data.grader"] + unknown
+    errors = _unknown_reward(spec) + (check_fits_cluster(parsed, cluster) if cluster is not None else [])
     if mode == "real":
         from jigsaw_engine.real.checks import check_real_spec
 
         errors += check_real_spec(parsed)
     return errors
+
+
+def _unknown_reward(spec: Any) -> list[FieldError]:
+    """``data.grader`` naming no installed reward (``jigsawrl.rewards``), with the list: tenants
+    choose among what the operator installed, and a spec never carries code."""
+    from jigsaw_engine.envs.reward_registry import reward_names, unknown_reward_message
+
+    data = spec.get("data") if isinstance(spec, Mapping) else None
+    name = data.get("grader") if isinstance(data, Mapping) else None
+    if name is None or (isinstance(name, str) and name in reward_names()):
+        return []
+    return [FieldError("data.grader", unknown_reward_message(name))]
 
 
 def _outside_model_roots(spec: Any, model_roots: Sequence[str] | None) -> list[FieldError]:
@@ -121,7 +135,8 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         "workload": p.workload.name,
         "data": {
             "train_batch_size": p.train_batch_size,
-            **({"train_files": p.train_files, "grader": p.grader} if p.train_files else {}),
+            **({"train_files": p.train_files} if p.train_files else {}),
+            **({"grader": p.grader} if p.train_files or p.grader != "numeric" else {}),
         },
         "rollout": {
             "n": p.rollout.n,
@@ -199,10 +214,28 @@ def connect_ray_engine(config: EngineConfig, *, address: str | None) -> EngineHo
 
 
 def grader_names() -> list[str]:
-    """The graders a dataset's ``data.grader`` may name."""
-    from jigsaw_engine.envs.graders import GRADER_NAMES
+    """The rewards a spec's ``data.grader`` may name: the built-in graders and the installed ones."""
+    from jigsaw_engine.envs.reward_registry import reward_names
 
-    return list(GRADER_NAMES)
+    return reward_names()
+
+
+def list_rewards() -> list[dict[str, Any]]:
+    """Every reward installed here (``jigsawrl.rewards`` entry points), the built-in graders
+    first: what a spec's ``data.grader`` may name, what each suits and its time limit."""
+    from jigsaw_engine.envs.reward_registry import installed_rewards
+
+    return [
+        {
+            "name": r.name,
+            "description": r.description,
+            "suits": r.suits,
+            "time_limit_s": r.time_limit_s,
+            "builtin": r.builtin,
+            "source": r.source,
+        }
+        for r in installed_rewards().values()
+    ]
 
 
 def grade(grader: str, completion: str, answer: str) -> float:
@@ -213,7 +246,12 @@ def grade(grader: str, completion: str, answer: str) -> float:
         grade_fn = get_grader(grader)
     except ValueError as exc:
         raise SpecError([FieldError("grader", str(exc))]) from exc
-    return grade_fn(completion, answer.strip())
+    from jigsaw_engine.envs.reward import FAILED_SCORE, RewardError
+
+    try:
+        return grade_fn(completion, answer.strip())
+    except RewardError:  # an installed reward failed: the reply scores as it would in training
+        return FAILED_SCORE
 
 
 def grader_answer_problem(grader: str, answer: str) -> str | None:

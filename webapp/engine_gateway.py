@@ -42,6 +42,7 @@ __all__ = [
     "known_engine_id",
     "list_models",
     "list_presets",
+    "list_rewards",
     "pause_pipeline",
     "pipeline_states",
     "pull_events",
@@ -137,6 +138,12 @@ def list_presets() -> list[dict[str, Any]]:
 def list_models() -> list[dict[str, Any]]:
     """What a job may train in the engine's mode: catalogue or tiny models, and checkpoints."""
     return engine_api.list_models(mode=_config().mode, model_roots=settings.ENGINE_MODEL_ROOTS)
+
+
+def list_rewards() -> list[dict[str, Any]]:
+    """The reward functions a spec's ``data.grader`` may name: the built-in graders and those the
+    operator installed as ``jigsawrl.rewards`` entry points in this process's environment."""
+    return engine_api.list_rewards()
 
 
 def submit_pipeline(*, job_id: str, spec: Mapping[str, Any]) -> None:

@@ -49,6 +49,9 @@ class Turn:
     """Who speaks ``observation``: ``user`` (feedback) or ``tool`` (a tool's result)."""
     tool_s: float = 0.0
     """Wall time this turn spent in a tool (a retriever call): a real wait, reported as such."""
+    reward_error: str = ""
+    """Why the reward could not score the reply (an installed reward raised, ran past its time
+    limit, returned no number); ``reward`` is then the failure's score. Empty: it scored."""
 
 
 class Episode(Protocol):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from jigsaw_engine.envs.graders import GraderName, extract_answer, get_grader, parse_number
 from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode, Turn
+from jigsaw_engine.envs.reward import RewardError
 from jigsaw_engine.envs.turns import TurnCounter
 
 TRY_AGAIN = "Wrong, try again."
@@ -44,7 +45,11 @@ class SelfRefineEpisode(TurnCounter):
 
     def respond(self, reply: str) -> Turn:
         turn = self._next_turn()
-        if self._grade(reply, self._task.answer) > 0:
+        try:
+            score = self._grade(reply, self._task.answer)
+        except RewardError as exc:
+            return self._failed(exc)
+        if score > 0:
             return self._finish(compute_refine_reward(turn, self._decay))
         if self._last_turn:
             return self._finish(0.0)

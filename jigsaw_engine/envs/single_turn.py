@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from jigsaw_engine.envs.graders import GraderName, get_grader
 from jigsaw_engine.envs.protocol import Environment, EnvTask, Episode, Turn
+from jigsaw_engine.envs.reward import RewardError
 from jigsaw_engine.envs.turns import TurnCounter
 
 
@@ -22,7 +23,10 @@ class SingleTurnEpisode(TurnCounter):
 
     def respond(self, reply: str) -> Turn:
         self._next_turn()
-        return self._finish(self._grade(reply, self._task.answer))
+        try:
+            return self._finish(self._grade(reply, self._task.answer))
+        except RewardError as exc:
+            return self._failed(exc)
 
 
 class SingleTurnEnv(Environment):

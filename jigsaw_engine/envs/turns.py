@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jigsaw_engine.envs.protocol import EnvTask, Turn
+from jigsaw_engine.envs.reward import FAILED_SCORE, RewardError
 
 
 class TurnCounter:
@@ -30,3 +31,8 @@ class TurnCounter:
     def _finish(self, reward: float) -> Turn:
         self._done = True
         return Turn(done=True, reward=reward)
+
+    def _failed(self, error: RewardError) -> Turn:
+        """The reward failed on this reply: the episode ends with :data:`FAILED_SCORE` and says why."""
+        self._done = True
+        return Turn(done=True, reward=FAILED_SCORE, reward_error=str(error))

@@ -74,6 +74,14 @@ def check_real_spec(spec: PipelineSpec, *, path: str = "", allow_start_step: boo
                 f"no real environment for {spec.workload.name!r}; use one of {', '.join(REAL_WORKLOADS)}",
             )
         )
+    if spec.workload.name == "search" and spec.train_files is None and spec.grader != "numeric":
+        errors.append(
+            FieldError(
+                f"{prefix}data.grader",
+                f"the search workload judges its own answers, so reward {spec.grader!r} would never run; "
+                "leave data.grader out, or give data.train_files for a single-turn dataset",
+            )
+        )
     if spec.mode is SyncMode.ASYNC and spec.rollout.temperature != 1.0:
         # The decoupled loss weighs each token by pi_prox / pi_behav: the engine's log-probs
         # must be of the distribution the trainer computes, the untempered one.

@@ -137,7 +137,8 @@ class RealJobOptions:
 
 
 def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment:
-    """The user's JSONL file when the spec names one (``data.train_files``), else the workload's env."""
+    """The user's JSONL file when the spec names one (``data.train_files``), else the workload's env;
+    the spec's reward (``data.grader``) scores either, but retrieval, which judges its own answers."""
     if spec.train_files is not None:
         from jigsaw_engine.envs.jsonl_dataset import JsonlEnv
 
@@ -148,12 +149,12 @@ def make_environment(spec: PipelineSpec, options: RealJobOptions) -> Environment
     if spec.workload.name == "aime_refine":
         from jigsaw_engine.envs.self_refine import SelfRefineEnv
 
-        return SelfRefineEnv(tasks, max_turns=3)
+        return SelfRefineEnv(tasks, max_turns=3, grader=spec.grader)
     if spec.workload.name == "search":
         from jigsaw_engine.envs.retrieval import make_retrieval_env
 
         return make_retrieval_env()
-    return MathEnv(tasks)
+    return MathEnv(tasks, grader=spec.grader)
 
 
 def _estimator(algorithm: Algorithm) -> AdvantageEstimator:

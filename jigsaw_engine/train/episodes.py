@@ -41,6 +41,8 @@ class EpisodeResult:
     """Tokens of each observation between turns (feedback, a tool's result)."""
     tool_waits_s: tuple[float, ...] = ()
     """Wall time of each turn's environment call but the last."""
+    reward_error: str = ""
+    """Why the reward failed on the last reply (its score is then the failure's); empty: it scored."""
 
 
 @dataclass(slots=True)
@@ -219,4 +221,5 @@ def _advance(
         turn_tokens=tuple(state.turn_tokens),
         observation_tokens=tuple(state.observation_tokens),
         tool_waits_s=tuple(state.tool_waits_s),
+        reward_error=turn.reward_error if turn.done else "",
     )

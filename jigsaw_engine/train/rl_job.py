@@ -423,9 +423,10 @@ class RLJob:
                 "rollout/groups_informative": float(counts.kept_groups),
                 "rollout/groups_dropped": float(counts.dropped_groups if cfg.dynamic_sampling else 0),
                 names.SCORE_MEAN: float(scores.mean()),
+                names.REWARD_FAILURES: float(sum(1 for e in episodes if e.reward_error)),
             }
         )
-        open_step.samples = [self._sample_of(e) for e in episodes if e.index == 0][:SAMPLES_PER_STEP]
+        open_step.samples = [self._sample_of(e) for e in _samples_to_show(episodes)]
         open_step.episodes = [e for e, k in zip(episodes, keep.tolist(), strict=True) if k]
         if cfg.staleness > 0:
             self._record_behaviour(open_step, episodes)
@@ -450,6 +451,7 @@ class RLJob:
         open_step.metrics[names.POLICY_LAG_MAX] = float(max(lags, default=0))
 
     def _sample_of(self, episode: EpisodeResult) -> dict[str, Any]:
+        """What the job's samples show of one episode (``reward_error``: why its reward failed, or empty)."""
         written = [t for t, w in zip(episode.sample.token_ids, episode.sample.model_written, strict=True) if w]
         first_reply = episode.sample.model_written.index(True) if written else len(episode.sample.token_ids)
         return {
@@ -459,6 +461,7 @@ class RLJob:
             "answer": episode.task.answer,
             "reward": float(episode.reward),
             "turns": episode.num_turns,
+            "reward_error": episode.reward_error,
         }
 
     def scored_episodes(self, *, step: int | None = None) -> list[EpisodeResult]:
@@ -698,3 +701,13 @@ class RLJob:
             return torch.zeros(len(episodes))
         lengths = torch.tensor([e.response_tokens for e in episodes], dtype=torch.float32)
         return overlong_penalty(lengths, max_length=cfg.max_response_tokens, buffer_length=cfg.overlong_buffer_tokens)
+
+
+def _samples_to_show(episodes: Sequence[EpisodeResult]) -> list[EpisodeResult]:
+    """The first reply of the first few groups; where the reward failed on some reply and none of
+    those shows it, the first failure takes the last place, so its reason is seen."""
+    shown = [e for e in episodes if e.index == 0][:SAMPLES_PER_STEP]
+    failed = next((e for e in episodes if e.reward_error), None)
+    if failed is not None and shown and not any(e.reward_error for e in shown):
+        shown[-1] = failed
+    return shown

@@ -105,7 +105,7 @@ def test_grader_lookup() -> None:
     assert get_grader("numeric") is grade_numeric
     assert get_grader("exact_match") is grade_exact_match
     assert parse_grader_name("numeric") == "numeric"
-    with pytest.raises(ValueError, match=r"unknown grader 'fuzzy'; known graders: exact_match, numeric"):
+    with pytest.raises(ValueError, match=r"unknown reward 'fuzzy'; installed rewards: exact_match, numeric, math"):
         get_grader("fuzzy")
 
 

@@ -124,5 +124,5 @@ def test_duplicate_ids_are_named(tmp_path: Path) -> None:
 
 
 def test_unknown_grader(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unknown grader"):
+    with pytest.raises(ValueError, match="unknown reward"):
         JsonlEnv(write(tmp_path, '{"prompt": "a", "answer": "1"}\n'), "fuzzy")

@@ -51,7 +51,7 @@ def test_unknown_env_lists_the_known_ones() -> None:
         ("math", {"ops": ["/"]}, r"ops must be a non-empty subset"),
         ("jsonl", {"grader": "numeric"}, r"env 'jsonl' needs option 'path'"),
         ("jsonl", {"path": "x.jsonl"}, r"env 'jsonl' needs option 'grader'"),
-        ("gsm8k", {"grader": "fuzzy"}, r"unknown grader 'fuzzy'"),
+        ("gsm8k", {"grader": "fuzzy"}, r"unknown reward 'fuzzy'"),
         ("self_refine", {"dataset": "trivia"}, r"must be 'arith' or 'gsm8k'"),
         ("self_refine", {"path": "x.jsonl"}, r"needs dataset='gsm8k'"),
         ("self_refine", {"decay": "half"}, r"must be a number"),

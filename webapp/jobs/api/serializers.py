@@ -76,6 +76,11 @@ class SampleOutput(serializers.Serializer):
     answer = serializers.CharField()
     reward = serializers.FloatField()
     turns = serializers.IntegerField()
+    reward_error = serializers.CharField(
+        default="",
+        help_text="Why the job's reward could not score this reply (it raised, ran past its time limit, "
+        "returned no number); the reply then scored 0. Empty: it scored.",
+    )
 
 
 class LogLineOutput(serializers.Serializer):

@@ -4,6 +4,7 @@ from rest_framework.routers import SimpleRouter
 from webapp.jobs.api import account_views, admin_views
 from webapp.jobs.api.estimate_views import JobAccuracyView, JobEstimateView
 from webapp.jobs.api.model_views import ModelsView
+from webapp.jobs.api.reward_views import RewardsView
 from webapp.jobs.api.streams import JobEventStreamView
 from webapp.jobs.api.views import JobViewSet, MeView, PresetsView
 
@@ -15,6 +16,7 @@ urlpatterns = [
     path("me", MeView.as_view(), name="me"),
     path("presets", PresetsView.as_view(), name="presets"),
     path("models", ModelsView.as_view(), name="models"),
+    path("rewards", RewardsView.as_view(), name="rewards"),
     path("quota", account_views.QuotaView.as_view(), name="quota"),
     path("usage", account_views.UsageView.as_view(), name="usage"),
     path("cluster/timeline", account_views.ClusterTimelineView.as_view(), name="cluster-timeline"),
