@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jigsaw_client.client import DEFAULT_URL, JigsawClient
+    from jigsaw_client.download import DownloadedModel, DownloadError
     from jigsaw_client.errors import ApiError, ClientError, ConnectionFailed
     from jigsaw_client.estimates import JobAccuracy, JobEstimate
-    from jigsaw_client.models import TERMINAL_STATUSES, Job, JobEvent, LogLine, LogPage, Quota
+    from jigsaw_client.models import TERMINAL_STATUSES, Checkpoint, Job, JobEvent, LogLine, LogPage, Quota
 
 # Loaded on first use: the ``jigsaw`` console script imports ``jigsaw_client.entry`` in
 # environments without httpx, where only the engine's commands are wanted.
@@ -28,6 +29,9 @@ _EXPORTS = {
     "ApiError": "errors",
     "ClientError": "errors",
     "ConnectionFailed": "errors",
+    "DownloadError": "download",
+    "DownloadedModel": "download",
+    "Checkpoint": "models",
     "TERMINAL_STATUSES": "models",
     "Job": "models",
     "JobAccuracy": "estimates",
@@ -42,8 +46,11 @@ __all__ = [
     "DEFAULT_URL",
     "TERMINAL_STATUSES",
     "ApiError",
+    "Checkpoint",
     "ClientError",
     "ConnectionFailed",
+    "DownloadError",
+    "DownloadedModel",
     "JigsawClient",
     "Job",
     "JobAccuracy",

@@ -7,6 +7,7 @@
     jigsaw jobs logs JOB_ID -f
     jigsaw jobs cancel JOB_ID
     jigsaw jobs delete JOB_ID --yes
+    jigsaw jobs download JOB_ID --step 20 --out ./model
     jigsaw jobs quota
     jigsaw jobs rewards
 
@@ -24,6 +25,7 @@ import sys
 import uuid
 from collections.abc import Callable, Sequence
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 from jigsaw_client import render
@@ -129,6 +131,16 @@ def _delete(client: JigsawClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _download(client: JigsawClient, args: argparse.Namespace) -> int:
+    step = client.latest_checkpoint_step(args.job_id) if args.step is None else args.step
+    out = Path(args.out or f"{args.job_id}-step-{step}")
+    meter = render.TransferMeter(f"step {step}", tty=sys.stderr.isatty())
+    model = client.download_checkpoint(args.job_id, out, step=step, progress=meter.update)
+    meter.finish()
+    print(f"job {args.job_id} step {step}: {len(model.files)} files, {render.size_text(model.bytes)} in {model.path}")
+    return EXIT_OK
+
+
 def _quota(client: JigsawClient, args: argparse.Namespace) -> int:
     quota = client.quota()
     if args.json:
@@ -204,6 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("delete", _delete, "delete an ended job with its checkpoints, samples and logs")
     p.add_argument("job_id", type=_job_id)
     p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    p = command("download", _download, "a real job's checkpoint as a Hugging Face directory (default: the latest)")
+    p.add_argument("job_id", type=_job_id)
+    p.add_argument("--step", type=_count, help="the checkpoint's step (default: the latest)")
+    p.add_argument("--out", help="an absent or empty directory to write it into (default: ./JOB_ID-step-STEP)")
     p = command("quota", _quota, "the tenant's limits and what it uses of them")
     p.add_argument("--json", action="store_true")
     p = command("rewards", _rewards, "the rewards a spec's data.grader may name here, with what each suits")

@@ -12,6 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
@@ -19,9 +20,10 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 from jigsaw_client import routes
+from jigsaw_client.download import DownloadedModel, Progress, check_destination, extract_model
 from jigsaw_client.errors import ApiError, ConnectionFailed, UnexpectedResponse
 from jigsaw_client.estimates import JobAccuracy, JobEstimate
-from jigsaw_client.models import EventPage, Job, JobEvent, JobPage, LogPage, Quota
+from jigsaw_client.models import Checkpoint, CheckpointPage, EventPage, Job, JobEvent, JobPage, LogPage, Quota
 from jigsaw_client.rewards import Reward, RewardPage
 from jigsaw_client.routes import Route
 
@@ -136,6 +138,41 @@ class JigsawClient:
         """Status, metrics and log events with a seq above ``after``, in order."""
         page = cast(EventPage, self._call(routes.JOB_EVENTS, id=job_id, params={"after": str(after)}))
         return page["results"]
+
+    def list_checkpoints(self, job_id: str) -> list[Checkpoint]:
+        """The steps a job can be resumed, cloned or downloaded from, oldest first."""
+        page = cast(CheckpointPage, self._call(routes.JOB_CHECKPOINTS, id=job_id))
+        return page["results"]
+
+    def latest_checkpoint_step(self, job_id: str) -> int:
+        """The job's latest checkpoint's step; ``ApiError`` 404 when it has none yet."""
+        steps = [c["step"] for c in self.list_checkpoints(job_id)]
+        if not steps:
+            raise ApiError(404, "checkpoint_not_found", f"job {job_id} has no checkpoint yet")
+        return max(steps)
+
+    def download_checkpoint(
+        self, job_id: str, out: str | Path, *, step: int | None = None, progress: Progress | None = None
+    ) -> DownloadedModel:
+        """A real job's checkpoint (default: its latest) as a Hugging Face directory in ``out``
+        (absent or empty), streamed: ``progress(received, total)`` as it comes. ``ApiError`` 409
+        ``no_weights`` for a simulated job, 404 ``checkpoint_not_found`` naming the steps there are."""
+        out = Path(out)
+        check_destination(out)
+        if step is None:
+            step = self.latest_checkpoint_step(job_id)
+        path = routes.JOB_CHECKPOINT_DOWNLOAD.path(id=job_id, step=str(step))
+        # No read timeout between chunks beyond the client's own; a model takes as long as it takes.
+        try:
+            with self._http.stream("GET", path, headers={"Accept": "application/x-tar"}) as response:
+                if not response.is_success:
+                    response.read()
+                    raise ApiError.from_response(response)
+                length = response.headers.get("Content-Length", "")
+                total = int(length) if length.isdigit() else None
+                return extract_model(response.iter_raw(), out, step=step, total=total, progress=progress)
+        except httpx.TransportError as exc:
+            raise ConnectionFailed(self.base_url + path, _describe(exc)) from exc
 
     # -- account and schema ------------------------------------------------------------------
     def quota(self) -> Quota:

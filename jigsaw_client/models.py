@@ -81,6 +81,17 @@ class EventPage(TypedDict):
     results: list[JobEvent]
 
 
+class Checkpoint(TypedDict):
+    step: int
+    created_at: str
+    # Where its model downloads (a tar of a Hugging Face directory); None for a simulated job.
+    download_url: str | None
+
+
+class CheckpointPage(TypedDict):
+    results: list[Checkpoint]
+
+
 class QuotaUsage(TypedDict):
     gpus_held: int
     borrowed_gpus: int

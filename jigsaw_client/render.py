@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -156,3 +158,42 @@ class ProgressView:
         if self.reason and self.status not in ("running", "succeeded"):
             parts.append(f"({self.reason})")
         return "  ".join(parts)
+
+
+def size_text(size: int) -> str:
+    """``812 B``, ``4.2 MB``, ``13.5 GB`` (powers of 1000, as disks are sold)."""
+    value = float(size)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+class TransferMeter:
+    """A download's progress on standard error: one line rewritten in place on a terminal (at
+    most ten times a second), else a line at each quarter, so a log shows it is moving."""
+
+    def __init__(self, what: str, *, tty: bool, clock: Callable[[], float] = time.monotonic) -> None:
+        self._what, self._tty, self._clock = what, tty, clock
+        self._shown_at = -1.0
+        self._quarter = 0
+        self._line = ""
+
+    def update(self, received: int, total: int | None) -> None:
+        line = f"downloading {self._what}: {size_text(received)}"
+        if total:
+            line += f" of {size_text(total)} ({100 * received // total}%)"
+        if self._tty:
+            now = self._clock()
+            if now - self._shown_at >= 0.1 or received == total:
+                self._shown_at = now
+                print(f"\r{line:<{len(self._line)}}", end="", file=sys.stderr, flush=True)
+                self._line = line
+        elif total and 4 * received // total > self._quarter:
+            self._quarter = 4 * received // total
+            print(line, file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self._tty and self._line:
+            print(file=sys.stderr, flush=True)

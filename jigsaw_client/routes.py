@@ -32,6 +32,8 @@ JOB_CANCEL = Route("POST", "/api/v1/jobs/{id}/cancel", retry_safe=False)
 JOB_DELETE = Route("DELETE", "/api/v1/jobs/{id}", retry_safe=False)
 JOB_LOGS = Route("GET", "/api/v1/jobs/{id}/logs", retry_safe=True)
 JOB_EVENTS = Route("GET", "/api/v1/jobs/{id}/events", retry_safe=True)
+JOB_CHECKPOINTS = Route("GET", "/api/v1/jobs/{id}/checkpoints", retry_safe=True)
+JOB_CHECKPOINT_DOWNLOAD = Route("GET", "/api/v1/jobs/{id}/checkpoints/{step}/download", retry_safe=True)
 QUOTA = Route("GET", "/api/v1/quota", retry_safe=True)
 REWARDS = Route("GET", "/api/v1/rewards", retry_safe=True)
 
@@ -45,6 +47,8 @@ API_ROUTES: tuple[Route, ...] = (
     JOB_DELETE,
     JOB_LOGS,
     JOB_EVENTS,
+    JOB_CHECKPOINTS,
+    JOB_CHECKPOINT_DOWNLOAD,
     QUOTA,
     REWARDS,
 )

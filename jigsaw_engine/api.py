@@ -23,7 +23,13 @@ from jigsaw_engine.envs.dataset_check import DatasetCheck, DatasetRow, check_dat
 from jigsaw_engine.errors import FieldError, JigsawError, SpecError
 from jigsaw_engine.failpoints import failpoint
 from jigsaw_engine.hosts.local import EngineConfig, EngineMode, start_local_engine
-from jigsaw_engine.real.job_checkpoints import RemovedCheckpoints, remove_job_checkpoints
+from jigsaw_engine.real.job_checkpoints import (
+    CheckpointNotExported,
+    CheckpointStepMissing,
+    RemovedCheckpoints,
+    checkpoint_model_files,
+    remove_job_checkpoints,
+)
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
 from jigsaw_engine.spec.models import ModelSpec
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
@@ -32,6 +38,8 @@ from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS, checkpoint_presets
 __all__ = [
     "AdmissionEffects",
     "AdmissionOutcome",
+    "CheckpointNotExported",
+    "CheckpointStepMissing",
     "DatasetCheck",
     "DatasetRow",
     "EngineConfig",
@@ -44,6 +52,7 @@ __all__ = [
     "TenantLimits",
     "TenantUsage",
     "check_dataset_text",
+    "checkpoint_model_files",
     "connect_ray_engine",
     "decide_admission",
     "failpoint",

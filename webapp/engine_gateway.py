@@ -22,6 +22,8 @@ from jigsaw_engine.contracts import EngineEvent, EngineHost, EventKind, Pipeline
 
 __all__ = [
     "AdmissionEffects",
+    "CheckpointNotExported",
+    "CheckpointStepMissing",
     "EngineEvent",
     "EventKind",
     "HeldJob",
@@ -31,6 +33,7 @@ __all__ = [
     "TenantLimits",
     "TenantUsage",
     "cancel_pipeline",
+    "checkpoint_model_files",
     "cluster_capacity",
     "cluster_timeline",
     "decide_admission",
@@ -61,6 +64,9 @@ QueuedJob = engine_api.QueuedJob
 TenantLimits = engine_api.TenantLimits
 TenantUsage = engine_api.TenantUsage
 decide_admission = engine_api.decide_admission
+
+CheckpointNotExported = engine_api.CheckpointNotExported
+CheckpointStepMissing = engine_api.CheckpointStepMissing
 
 failpoint = engine_api.failpoint
 """Where a fault-injection run may stop a control-plane process (see ``jigsaw_engine.failpoints``)."""
@@ -163,6 +169,16 @@ def remove_job_checkpoints(*, job_id: str) -> tuple[int, int]:
         return 0, 0
     removed = engine_api.remove_job_checkpoints(Path(root), job_id)
     return removed.files, removed.bytes
+
+
+def checkpoint_model_files(*, job_id: str, step: int) -> list[tuple[str, Path]] | None:
+    """A real job's policy after ``step`` as the files of a Hugging Face directory, ``(name,
+    path)``; None when this service keeps no checkpoints. CheckpointStepMissing (with the steps
+    there are) or CheckpointNotExported when that step has none."""
+    root = settings.ENGINE_REAL_CHECKPOINT_DIR
+    if not root:
+        return None
+    return engine_api.checkpoint_model_files(Path(root), job_id, step)
 
 
 def pause_pipeline(*, job_id: str) -> bool:

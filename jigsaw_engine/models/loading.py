@@ -23,6 +23,7 @@ from transformers import (
 )
 
 from jigsaw_engine.errors import JigsawError
+from jigsaw_engine.models.chat import PRESET_CHAT_TEMPLATE
 from jigsaw_engine.models.compute import resolve_compute_device
 from jigsaw_engine.models.presets import TinyPreset
 
@@ -68,6 +69,34 @@ def save_policy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerFast, path
     path.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)
+    return path
+
+
+CHAT_TEMPLATE_FILE = "chat_template.jinja"
+EXPORT_SHARD_SIZE = "5GB"
+"""Weight files of an exported policy are cut at this size, as checkpoints on the hub are."""
+
+
+def export_policy(
+    model: PreTrainedModel, weights: Mapping[str, torch.Tensor], tokenizer: PreTrainedTokenizerFast, path: Path
+) -> Path:
+    """Write ``weights`` (``model``'s names, e.g. a trainer's state) as a Hugging Face directory
+    in ``save_pretrained``'s layout: config, safetensors, tokenizer and its chat template, so
+    that ``AutoModelForCausalLM`` and ``AutoTokenizer`` load it anywhere. A tokenizer without a
+    template gets the one a tiny preset's prompts were rendered with."""
+    from transformers.utils import logging as hf_logging
+
+    path.mkdir(parents=True, exist_ok=True)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # one bar per checkpoint would fill the job's log
+    try:
+        model.save_pretrained(path, state_dict=dict(weights), safe_serialization=True, max_shard_size=EXPORT_SHARD_SIZE)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    tokenizer.save_pretrained(path)
+    if tokenizer.chat_template is None:  # written beside it, as save_pretrained writes a template
+        (path / CHAT_TEMPLATE_FILE).write_text(PRESET_CHAT_TEMPLATE)
     return path
 
 

@@ -33,6 +33,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
 from jigsaw_engine.envs.protocol import Environment, EnvTask
 from jigsaw_engine.failpoints import failpoint
+from jigsaw_engine.models.loading import export_policy
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.rl.advantages import AdvantageEstimator, compute_advantages, gae_advantages, outcome_token_rewards
 from jigsaw_engine.rl.dapo import count_informative_groups, informative_groups, overlong_penalty
@@ -52,6 +53,9 @@ from jigsaw_engine.train.token_batch import TokenBatch, collate
 from jigsaw_engine.workload.plans import SequencePlan
 
 logger = logging.getLogger(__name__)
+
+MODEL_FOLDER = "model"
+"""A checkpoint's policy as a Hugging Face directory, beside the resume state (``state.pt``)."""
 
 SAMPLES_PER_STEP = 4
 """Completions kept per step for people to read (the dashboard's samples)."""
@@ -218,6 +222,8 @@ class RLJob:
         if critic is not None and config.critic is None:
             raise ValueError("critic: only a job whose config has a critic (PPO, 'gae') takes one")
         self.tokenizer = tokenizer
+        self._model_template = model
+        """What exports take the architecture from (its weights may be the start policy's)."""
         self.env = env
         self.engines: list[RolloutEngine] = [engine] if engine is not None else list(engines)
         if not self.engines:
@@ -636,7 +642,8 @@ class RLJob:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def save_checkpoint(self, root: Path) -> Path:
-        """Write everything a resume needs after ``self.step`` steps; atomic (a rename).
+        """Write everything a resume needs after ``self.step`` steps, and the policy as a
+        Hugging Face directory (:data:`MODEL_FOLDER`); atomic (a rename).
 
         The per-step randomness is derived from ``(seed, step)``, so the step, the cursor and
         the trainer state are the whole of it; torch's global RNG is saved too for any caller
@@ -647,10 +654,13 @@ class RLJob:
         staging = root / f".staging-{self.step:06d}-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-        state = {"trainer": self.trainer.state_dict(), "torch_rng": torch.get_rng_state()}
+        trainer_state = self.trainer.state_dict()
+        state = {"trainer": trainer_state, "torch_rng": torch.get_rng_state()}
         if self.critic is not None:
             state["critic"] = self.critic.state_dict()
         torch.save(state, staging / "state.pt")
+        # The policy as a tenant takes it out: the trainer's whole weights, as Hugging Face loads them.
+        export_policy(self._model_template, trainer_state["model"], self.tokenizer, staging / MODEL_FOLDER)
         with self._lock:  # the data before the next step took its tasks (later steps may be open)
             cursor = self._open[self.step].cursor if self.step in self._open else self.cursor
         meta = {"step": self.step, "cursor": asdict(cursor), "seed": self.config.seed, "env": self.env.name}

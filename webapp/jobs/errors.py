@@ -43,3 +43,15 @@ class IdempotencyInFlight(ServiceError):
 class IdempotencyMismatch(ServiceError):
     code = "idempotency_key_reused"
     http_status = 422
+
+
+class CheckpointNotFound(ServiceError):
+    code = "checkpoint_not_found"
+    http_status = 404
+
+
+class NoWeights(ServiceError):
+    """The checkpoint exists as a step to resume from, but there is no model to take out."""
+
+    code = "no_weights"
+    http_status = 409

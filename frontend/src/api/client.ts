@@ -202,6 +202,14 @@ export class ApiClient {
     );
   }
 
+  /**
+   * A checkpoint's download as a plain link (the browser streams the model to disk; a fetch
+   * would hold it in the page), naming the tenant in the query since a link sends no headers.
+   */
+  checkpointDownloadHref(downloadUrl: string): string {
+    return this.tenant ? `${downloadUrl}?tenant=${encodeURIComponent(this.tenant)}` : downloadUrl;
+  }
+
   /** Where every metric of a job is served as CSV (one row per step). */
   metricsCsvPath(id: string): string {
     return `${API}/jobs/${encodeURIComponent(id)}/metrics?format=csv`;

@@ -300,6 +300,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/{id}/checkpoints/{step}/download/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A checkpoint of a real job as a Hugging Face directory that transformers' AutoModelForCausalLM and AutoTokenizer load (with the chat template its prompts used). */
+        get: operations["jobs_checkpoint_download"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/{id}/clone/": {
         parameters: {
             query?: never;
@@ -540,6 +557,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/rewards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The rewards a spec may choose, the built-in graders first (the operator installs others
+         *     as ``jigsawrl.rewards`` entry points; tenants choose among them and never send code).
+         */
+        get: operations["rewards_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/usage": {
         parameters: {
             query?: never;
@@ -712,6 +749,8 @@ export interface components {
             step: number;
             /** Format: date-time */
             created_at: string;
+            /** @description Where its model downloads as a Hugging Face directory (a tar); null for a simulated job, which trains no weights. */
+            readonly download_url: string | null;
         };
         ClusterLostDeviceOutput: {
             device: number;
@@ -1249,6 +1288,26 @@ export interface components {
             /** Format: double */
             fair_share_weight?: number;
         };
+        RewardList: {
+            results: components["schemas"]["RewardOutput"][];
+        };
+        RewardOutput: {
+            /** @description What a spec's "data.grader" names to be scored by it. */
+            name: string;
+            /** @description What earns reward. */
+            description: string;
+            /** @description The tasks and datasets it is meant for. */
+            suits: string;
+            /**
+             * Format: double
+             * @description Per reply: past it the reply scores 0 and the reason is in the job's samples. Null: a built-in grader that runs in the environment's own process.
+             */
+            time_limit_s: number | null;
+            /** @description Shipped with the service (else installed by the operator). */
+            builtin: boolean;
+            /** @description The entry point and the package that installed it. */
+            source: string;
+        };
         /**
          * @description * `owner` - owner
          *     * `member` - member
@@ -1264,6 +1323,11 @@ export interface components {
             /** Format: double */
             reward: number;
             turns: number;
+            /**
+             * @description Why the job's reward could not score this reply (it raised, ran past its time limit, returned no number); the reply then scored 0. Empty: it scored.
+             * @default
+             */
+            reward_error: string;
         };
         /**
          * @description * `jobs:read` - jobs:read
@@ -2247,6 +2311,57 @@ export interface operations {
             };
         };
     };
+    jobs_checkpoint_download: {
+        parameters: {
+            query?: {
+                format?: "json" | "tar";
+                /** @description For a browser link, which sends no headers: the tenant slug X-Tenant would name. */
+                tenant?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                /** @description The checkpoint's step. */
+                step: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An uncompressed tar of one folder, <job name>-step-<step>/, holding a Hugging Face directory: config.json, generation_config.json, model*.safetensors, tokenizer.json, tokenizer_config.json, chat_template.jinja. Streamed, with Content-Length. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": string;
+                };
+            };
+            /** @description Not the caller's job, or no checkpoint at that step (code checkpoint_not_found; details name the steps there are). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No weights to download (code no_weights): a simulated job, or a checkpoint written before checkpoints exported a model. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     jobs_clone_create: {
         parameters: {
             query?: never;
@@ -2685,6 +2800,34 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+            /** @description Refused: the body says why and which field (see ErrorResponse). */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    rewards_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardList"];
                 };
             };
             /** @description Refused: the body says why and which field (see ErrorResponse). */

@@ -134,6 +134,8 @@ export interface FieldError {
 export interface Checkpoint {
   step: number;
   created_at: string;
+  /** Its model as a tar of a Hugging Face directory; null for a simulated job (no weights). */
+  download_url: string | null;
 }
 
 /** One line of GET /jobs/<id>/logs. */

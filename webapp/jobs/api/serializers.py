@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -67,6 +68,17 @@ def engine_mode_field(help_text: str) -> serializers.ChoiceField:
 class CheckpointOutput(serializers.Serializer):
     step = serializers.IntegerField()
     created_at = serializers.DateTimeField()
+    download_url = serializers.SerializerMethodField(
+        help_text="Where its model downloads as a Hugging Face directory (a tar); null for a simulated "
+        "job, which trains no weights."
+    )
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_download_url(self, checkpoint: Any) -> str | None:
+        job = self.context.get("job") or checkpoint.job  # the view's job: no query per row
+        if job.engine_mode != EngineMode.REAL:
+            return None
+        return reverse("job-checkpoint-download", kwargs={"pk": str(job.pk), "step": str(checkpoint.step)})
 
 
 class SampleOutput(serializers.Serializer):

@@ -2,6 +2,7 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from webapp.jobs.api import account_views, admin_views
+from webapp.jobs.api.download_views import CheckpointDownloadView
 from webapp.jobs.api.estimate_views import JobAccuracyView, JobEstimateView
 from webapp.jobs.api.model_views import ModelsView
 from webapp.jobs.api.reward_views import RewardsView
@@ -34,6 +35,11 @@ urlpatterns = [
     re_path(r"^jobs/estimate/?$", JobEstimateView.as_view(), name="job-estimate"),
     re_path(r"^jobs/(?P<pk>[0-9a-fA-F-]{32,36})/estimate/?$", JobAccuracyView.as_view(), name="job-estimate-accuracy"),
     re_path(r"^jobs/(?P<pk>[0-9a-fA-F-]{32,36})/events/stream/?$", JobEventStreamView.as_view(), name="job-stream"),
+    re_path(
+        r"^jobs/(?P<pk>[0-9a-fA-F-]{32,36})/checkpoints/(?P<step>[0-9]{1,9})/download/?$",
+        CheckpointDownloadView.as_view(),
+        name="job-checkpoint-download",
+    ),
     path("", include("webapp.datasets.api.urls")),
     *router.urls,
 ]

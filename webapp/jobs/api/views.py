@@ -226,8 +226,9 @@ class JobViewSet(KnownQueryOnly, mixins.ListModelMixin, viewsets.GenericViewSet[
     @extend_schema(responses=CheckpointOutput(many=True))
     @action(detail=True, methods=["get"])
     def checkpoints(self, request: Request, pk: str | None = None) -> Response:
-        rows = selectors.job_checkpoints(job=self.get_object())
-        return Response({"results": CheckpointOutput(rows, many=True).data})
+        job = self.get_object()
+        rows = selectors.job_checkpoints(job=job)
+        return Response({"results": CheckpointOutput(rows, many=True, context={"job": job}).data})
 
     @extend_schema(
         parameters=[OpenApiParameter("after", OpenApiTypes.INT, description="Only events with a larger seq.")],

@@ -1,5 +1,6 @@
 import type { Checkpoint } from '../../api/types';
 import { formatClock, formatDateTime } from '../../format';
+import { useSession } from '../../session';
 
 interface CheckpointsPanelProps {
   /** null until the first answer. */
@@ -17,9 +18,12 @@ function savedAt(iso: string): string {
   return d.toDateString() === new Date().toDateString() ? formatClock(iso) : formatDateTime(iso);
 }
 
-/** The job's checkpoints, newest first, each with "Clone from here". */
+/** The job's checkpoints, newest first, each with "Clone from here" and, for a real job, "Download". */
 export function CheckpointsPanel({ checkpoints, error, totalSteps, onCloneFrom }: CheckpointsPanelProps) {
+  const { api } = useSession();
   const rows = checkpoints ? [...checkpoints].sort((a, b) => b.step - a.step) : [];
+  const downloadable = rows.some((cp) => cp.download_url !== null);
+  const actions = Boolean(onCloneFrom) || downloadable;
   return (
     <section className="panel checkpoints" aria-labelledby="checkpoints-title" data-testid="checkpoints-panel">
       <div className="section-head">
@@ -44,9 +48,9 @@ export function CheckpointsPanel({ checkpoints, error, totalSteps, onCloneFrom }
               <tr>
                 <th scope="col">Step</th>
                 <th scope="col">Saved</th>
-                {onCloneFrom && (
+                {actions && (
                   <th scope="col">
-                    <span className="visually-hidden">Action</span>
+                    <span className="visually-hidden">Actions</span>
                   </th>
                 )}
               </tr>
@@ -63,19 +67,34 @@ export function CheckpointsPanel({ checkpoints, error, totalSteps, onCloneFrom }
                       {savedAt(cp.created_at)}
                     </time>
                   </td>
-                  {onCloneFrom && (
+                  {actions && (
                     <td className="actions-cell">
-                      <button
-                        type="button"
-                        className="btn btn-small"
-                        data-testid="clone-from-checkpoint"
-                        data-step={cp.step}
-                        aria-haspopup="dialog"
-                        aria-label={`Clone from here (step ${cp.step})`}
-                        onClick={() => onCloneFrom(cp.step)}
-                      >
-                        Clone from here
-                      </button>
+                      {cp.download_url !== null && (
+                        <a
+                          className="btn btn-small"
+                          href={api.checkpointDownloadHref(cp.download_url)}
+                          download
+                          data-testid="download-checkpoint"
+                          data-step={cp.step}
+                          title="The model as a Hugging Face directory (config, safetensors, tokenizer, chat template) in a tar"
+                          aria-label={`Download the model (step ${cp.step})`}
+                        >
+                          Download
+                        </a>
+                      )}
+                      {onCloneFrom && (
+                        <button
+                          type="button"
+                          className="btn btn-small"
+                          data-testid="clone-from-checkpoint"
+                          data-step={cp.step}
+                          aria-haspopup="dialog"
+                          aria-label={`Clone from here (step ${cp.step})`}
+                          onClick={() => onCloneFrom(cp.step)}
+                        >
+                          Clone from here
+                        </button>
+                      )}
                     </td>
                   )}
                 </tr>

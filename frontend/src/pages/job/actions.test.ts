@@ -85,10 +85,10 @@ describe('checkpointChoices', () => {
     const at = '2025-01-01T00:00:00Z';
     const choices = checkpointChoices(
       [
-        { step: 5, created_at: at },
-        { step: 12, created_at: at },
-        { step: 5, created_at: at },
-        { step: 8, created_at: at },
+        { step: 5, created_at: at, download_url: null },
+        { step: 12, created_at: at, download_url: null },
+        { step: 5, created_at: at, download_url: null },
+        { step: 8, created_at: at, download_url: null },
       ],
       12,
     );
