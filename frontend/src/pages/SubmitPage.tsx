@@ -10,6 +10,7 @@ import { errorTarget, parseSubmitForm } from './specForm';
 import { DatasetPanel } from './submit/DatasetPanel';
 import { EstimatePanel } from './submit/EstimatePanel';
 import { ModelPicker } from './submit/ModelPicker';
+import { RewardPicker } from './submit/RewardPicker';
 
 function specText(spec: unknown): string {
   return JSON.stringify(spec, null, 2);
@@ -159,6 +160,18 @@ export function SubmitPage() {
           <div className="field">
             <label htmlFor="job-model">Model</label>
             <ModelPicker
+              api={api}
+              spec={spec}
+              onSpecChange={(text) => {
+                specTouched.current = true;
+                setSpec(text);
+              }}
+            />
+          </div>
+
+          <div className="field">
+            <label htmlFor="job-reward">Reward</label>
+            <RewardPicker
               api={api}
               spec={spec}
               onSpecChange={(text) => {

@@ -94,6 +94,11 @@ export function SamplesPanel({ jobId, terminal }: { jobId: string; terminal: boo
                         </span>
                       )}
                     </header>
+                    {s.reward_error && (
+                      <p className="sample-reward-error" role="note" data-testid="sample-reward-error">
+                        Not scored: {s.reward_error}
+                      </p>
+                    )}
                     <div className="sample-body">
                       <div className="sample-text">
                         <h3>Prompt</h3>

@@ -10,7 +10,8 @@ export function modelKey(value: unknown): string | null {
   return null;
 }
 
-function parsedSpec(specText: string): Record<string, unknown> | null {
+/** The spec text as an object; null while it is not a JSON object. */
+export function parsedSpec(specText: string): Record<string, unknown> | null {
   try {
     const spec: unknown = JSON.parse(specText);
     return typeof spec === 'object' && spec !== null && !Array.isArray(spec) ? (spec as Record<string, unknown>) : null;
