@@ -15,6 +15,7 @@ import type {
 import type { Dataset, DatasetDetail, DryRunInput, DryRunResult } from './types';
 import type { JobAccuracy, JobEstimate } from './estimate';
 import type { TrainableModel } from './models';
+import type { InstalledReward } from './rewards';
 
 const API = '/api/v1';
 
@@ -107,6 +108,12 @@ export class ApiClient {
 
   async listPresets(signal?: AbortSignal): Promise<Preset[]> {
     const page = await this.request<{ results: Preset[] }>(`${API}/presets`, { signal });
+    return page.results;
+  }
+
+  /** The rewards a spec's data.grader may name here: the built-in graders and the operator's. */
+  async listRewards(signal?: AbortSignal): Promise<InstalledReward[]> {
+    const page = await this.request<{ results: InstalledReward[] }>(`${API}/rewards`, { signal });
     return page.results;
   }
 

@@ -160,6 +160,8 @@ export interface Sample {
   answer: string;
   reward: number;
   turns: number;
+  /** Why the job's reward could not score this reply (it scored 0); empty when it scored. */
+  reward_error?: string;
 }
 
 /** POST /jobs/<id>/clone. No `checkpoint_step`: the latest that leaves work; 0: from scratch. */
