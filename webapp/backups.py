@@ -99,6 +99,13 @@ def restore(folder: Path, *, pg_bin: str | None = None) -> dict[str, object]:
     manifest = json.loads((folder / MANIFEST).read_text())
     args, env = _database_args()
     pg_restore = _client("pg_restore", pg_bin)
+    folders = _folders()
+    for name in manifest["folders"]:
+        if name not in folders:
+            raise BackupError(
+                f"the backup holds {name}.tar but ENGINE_REAL_CHECKPOINT_DIR is empty: set it to the folder "
+                "the Ray nodes share, then restore"
+            )
     if connection.introspection.table_names():
         raise BackupError(
             f"database {settings.DATABASES['default']['NAME']} is not empty: restore into a new database "
@@ -106,10 +113,7 @@ def restore(folder: Path, *, pg_bin: str | None = None) -> dict[str, object]:
         )
     connection.close()
     _run([pg_restore, "--no-owner", "--exit-on-error", *args, str(folder / DUMP)], env)
-    folders = _folders()
     for name in manifest["folders"]:
-        if name not in folders:
-            raise BackupError(f"the backup holds {name}.tar but this deployment has no folder for it (settings)")
         Path(folders[name]).mkdir(parents=True, exist_ok=True)
         with tarfile.open(folder / f"{name}.tar") as tar:
             tar.extractall(folders[name], filter="data")

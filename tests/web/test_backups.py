@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.test import override_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -31,4 +32,13 @@ def test_a_restore_never_goes_into_a_database_in_use(tmp_path: Path) -> None:
 
 def test_a_restore_needs_a_backup_folder(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match=r"not a backup written by manage\.py backup"):
+        call_command("restore", str(tmp_path))
+
+
+def test_checkpoints_need_their_folder_before_anything_is_restored(tmp_path: Path) -> None:
+    (tmp_path / "manifest.json").write_text(json.dumps({"folders": ["datasets", "checkpoints"]}))
+    with (
+        override_settings(ENGINE_REAL_CHECKPOINT_DIR=""),
+        pytest.raises(CommandError, match=r"holds checkpoints\.tar but ENGINE_REAL_CHECKPOINT_DIR is empty"),
+    ):
         call_command("restore", str(tmp_path))
