@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from jigsaw_engine.bench.compare import compare_policies, pipeline_figures, policy_figures
@@ -70,9 +71,13 @@ def _areal_scheduler() -> Scheduler:
     return DedicatedScheduler(tail_share=AREAL_TAIL_SHARE)
 
 
+@lru_cache(maxsize=4096)
 def _alone_throughput(
     spec: PipelineSpec, cluster: ClusterSpec, graph_config: GraphConfig, make_scheduler: Callable[[], Scheduler]
 ) -> float:
+    """Tokens a second of ``spec`` alone on its layout. Memoised (a simulation is a function of
+    its arguments): Jigsaw's split search asks what StreamRL's asks of a pipeline with
+    staleness 1, and every Jigsaw variant of a comparison asks it again."""
     steps = min(SEARCH_STEPS + spec.staleness, spec.total_steps)  # async: long enough to reach steady state
     cost = RooflineCostModel(load_device_profile(cluster.device_type))
     controller = ClusterController(cluster, cost, scheduler=make_scheduler(), graph_config=graph_config)
