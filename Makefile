@@ -11,20 +11,25 @@ PIP_FLAGS := --disable-pip-version-check -q -c constraints.txt
 EXTRAS ?= web,ray,rl,dev$(if $(filter x86_64,$(shell uname -m)),$(comma)rollout-cpu)
 comma := ,
 
-.PHONY: api-types demo test venv engine-venv frontend services chromium lint audit engine-test frontend-test pytest pytest-main pytest-faults checks-then-faults clean
+.PHONY: api-types demo test venv engine-venv frontend services chromium lint audit engine-test frontend-test pytest pytest-main pytest-faults pytest-browser engine-faults-browser main-lane checks-then-faults clean
 
 demo: venv services-optional frontend
 	$(PY) scripts/demo.py
 
-# Set-up steps run side by side, then the checks: the browser-free checks and the fault suite
-# in one lane, the main test session in the other (it waits on Ray, servers and the browser
-# much of the time). Each target's output is printed whole when it ends.
+# One make run: set-up steps side by side, then the checks in two lanes of about equal length,
+# each lane starting as soon as what it needs is installed. One lane is the main test session
+# (it waits on Ray and live servers much of the time); the other, the lint, the audit, the
+# engine's and the dashboard's unit tests, the fault suite, then the browser tests. Each
+# target's output is printed whole when it ends.
 test:
-	@$(MAKE) --no-print-directory -j3 --output-sync=target services chromium venv engine-venv frontend
-	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main checks-then-faults
+	@$(MAKE) --no-print-directory -j3 --output-sync=target main-lane checks-then-faults
 
-checks-then-faults: lint audit engine-test frontend-test
+main-lane: services chromium venv frontend
+	@$(MAKE) --no-print-directory pytest-main
+
+checks-then-faults: lint audit engine-test frontend-test services chromium frontend
 	@$(MAKE) --no-print-directory pytest-faults
+	@$(MAKE) --no-print-directory pytest-browser
 
 # -- environments ---------------------------------------------------------------------------
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -95,11 +100,22 @@ frontend-test: frontend/node_modules/.installed
 # The fault suite runs its own stack (private Postgres, Redis and Ray) and spends most of its
 # minutes waiting for processes to die and come back, so it runs beside the other tests; each
 # side finds processes by ancestry, never by name (tests/processes.py). Output is kept per side.
+# The engine's tests run once, in the engine's own environment (engine-test), not again here.
 pytest: venv
-	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main pytest-faults
+	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main engine-faults-browser
+
+engine-faults-browser: engine-test
+	@$(MAKE) --no-print-directory pytest-faults
+	@$(MAKE) --no-print-directory pytest-browser
 
 pytest-main: venv
-	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q --durations=15 --ignore=tests/faults
+	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q --durations=15 --ignore=tests/faults --ignore=tests/engine --ignore=tests/e2e
+
+# The browser tests: a session of their own (its own test database and task queue), so that
+# they can run beside the main one.
+pytest-browser: venv
+	JIGSAW_ENV=test JIGSAW_TEST_NAMESPACE=jigsaw-test-browser DATABASE_URL=postgres://postgres@127.0.0.1:5432/jigsaw_browser \
+		$(VENV)/bin/python -m pytest -q --durations=10 tests/e2e
 
 pytest-faults: venv
 	JIGSAW_ENV=test JIGSAW_TEST_NAMESPACE=jigsaw-test-faults $(VENV)/bin/python -m pytest -q tests/faults

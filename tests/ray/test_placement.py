@@ -70,10 +70,13 @@ def test_a_ray_cluster_too_small_for_the_plan_is_refused_with_the_fix(ray_cluste
 def test_a_device_s_work_runs_at_the_host_s_normal_priority(ray_cluster) -> None:
     """Ray would start its workers at nice 15, where any other process that wakes preempts a
     node's torch threads; the engine's run at nice 0 (on a Ray started with `ray start` too:
-    ``tests/ray/node_loss.py`` checks that)."""
+    ``tests/ray/node_loss.py`` checks that). This Ray already starts its workers at nice 0, so
+    the actors ask for no runtime env of their own and Ray may hand them its idle workers."""
     placement = DevicePlacement(ClusterSpec(1, 2, "cpu"))
     try:
-        resident = Resident.options(**placement.actor_options(1)).remote()
+        options = placement.actor_options(1)
+        assert "runtime_env" not in options
+        resident = Resident.options(**options).remote()
         assert ray.get(resident.niceness.remote()) == 0
     finally:
         placement.remove()

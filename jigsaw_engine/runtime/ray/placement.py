@@ -56,7 +56,10 @@ NORMAL_PRIORITY = {"RAY_worker_niceness": "0"}
 """Every process placed on the engine's devices runs at the host's normal priority, on any Ray
 (:data:`EMBEDDED_RAY_SYSTEM_CONFIG` does so only for a Ray the engine starts). Ray starts its
 workers at nice 15; a worker process reads Ray's settings from its environment as it starts,
-so this runtime env keeps its priority at 0 from its first instruction. At nice 15 on a host
+so this runtime env keeps its priority at 0 from its first instruction. It is given only where
+Ray's workers would start lower (:func:`_priority_env`): a process asked with a runtime env
+cannot be one of Ray's already started idle workers, and starting a new one costs a second or
+more per actor on a busy host. At nice 15 on a host
 whose cores other processes keep busy, a new worker gets a few percent of a core: importing
 torch and building a job's policy then takes minutes, and a job resumed after a node's loss
 (whose processes all start anew, on fewer nodes) waits that long in Ray's actor creation."""
@@ -97,6 +100,7 @@ class DevicePlacement:
         if len(ready) < len(self.groups):
             self.remove()
             raise SpecError([FieldError("cluster.devices_per_node", self._too_small(bundle, timeout_s))])
+        self._priority = _priority_env(self.groups)
 
     def _plan(self, bundle: dict[str, float]) -> str:
         per_node = ", ".join(f"{self.cluster.devices_per_node:g} {name}" for name in bundle)
@@ -127,15 +131,12 @@ class DevicePlacement:
 
     def actor_options(self, device: int) -> dict[str, Any]:
         """``.options(...)`` for an actor that lives on ``device`` (any int: taken modulo the cluster)."""
-        env = {"env_vars": dict(NORMAL_PRIORITY)}
+        options: dict[str, Any] = {"num_cpus": ACTOR_SHARE, "scheduling_strategy": self._bundle(device)}
         if self._gpu:  # its bundle's GPU, and no share of the host's cores to wait for
-            return {
-                "num_cpus": 0,
-                "num_gpus": ACTOR_SHARE,
-                "scheduling_strategy": self._bundle(device),
-                "runtime_env": env,
-            }
-        return {"num_cpus": ACTOR_SHARE, "scheduling_strategy": self._bundle(device), "runtime_env": env}
+            options = {"num_cpus": 0, "num_gpus": ACTOR_SHARE, "scheduling_strategy": self._bundle(device)}
+        if self._priority:
+            options["runtime_env"] = {"env_vars": dict(self._priority)}
+        return options
 
     def host_options(self, device: int) -> dict[str, Any]:
         """``.options(...)`` for a process on ``device``'s node that does no device work (a job's
@@ -147,7 +148,7 @@ class DevicePlacement:
             "num_cpus": 0,
             "num_gpus": 0,
             "scheduling_strategy": self._bundle(device),
-            "runtime_env": {"env_vars": {**HIDE_GPUS, **NORMAL_PRIORITY}},
+            "runtime_env": {"env_vars": {**HIDE_GPUS, **self._priority}},
         }
 
     def _bundle(self, device: int) -> PlacementGroupSchedulingStrategy:
@@ -193,6 +194,22 @@ def devices_seen() -> dict[str, Any]:
         "pid": os.getpid(),
         "compute": resolve_compute_device().kind,
     }
+
+
+def _priority_env(groups: list[PlacementGroup]) -> dict[str, str]:
+    """:data:`NORMAL_PRIORITY` where a reserved node's Ray starts its workers below the normal
+    priority, else nothing. One idle-worker task per node asks; Ray's worker settings are the
+    cluster's own (nodes that join take the head's), so a node that later replaces a lost one
+    starts its workers the same way."""
+    at = [PlacementGroupSchedulingStrategy(placement_group=g, placement_group_bundle_index=0) for g in groups]
+    got: Any = ray.get  # a remote function's refs are typed loosely
+    niceness = got([_niceness_here.options(num_cpus=0, scheduling_strategy=s).remote() for s in at])
+    return dict(NORMAL_PRIORITY) if any(n > 0 for n in niceness) else {}
+
+
+@ray.remote
+def _niceness_here() -> int:
+    return os.nice(0)
 
 
 @ray.remote
