@@ -32,7 +32,7 @@ from jigsaw_engine.real.job_checkpoints import (
 )
 from jigsaw_engine.spec.cluster import ClusterSpec, check_fits_cluster
 from jigsaw_engine.spec.models import ModelSpec
-from jigsaw_engine.spec.pipeline import parse_pipeline_spec
+from jigsaw_engine.spec.pipeline import PipelineSpec, parse_pipeline_spec
 from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS, checkpoint_presets
 
 __all__ = [
@@ -145,12 +145,14 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         "data": {
             "train_batch_size": p.train_batch_size,
             **({"train_files": p.train_files} if p.train_files else {}),
-            **({"grader": p.grader} if p.train_files or p.grader != "numeric" else {}),
+            **({"val_files": p.val_files} if p.val_files else {}),
+            **({"grader": p.grader} if p.train_files or p.val_files or p.grader != "numeric" else {}),
         },
         "rollout": {
             "n": p.rollout.n,
             "max_response_length": p.rollout.max_response_length,
             "temperature": p.rollout.temperature,
+            **({"val_kwargs": _val_kwargs(p)} if p.val_files else {}),
         },
         "resources": {
             "num_gpus": p.resources.num_gpus,
@@ -162,12 +164,18 @@ def resolve_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             "ppo_epochs": p.ppo_epochs,
             "save_freq": p.save_freq,
             **({"start_step": p.start_step} if p.start_step else {}),
+            **({"test_freq": p.test_freq, "val_before_train": p.val_before_train} if p.val_files else {}),
         },
         "mode": p.mode.value,
         "staleness": p.staleness,
         "priority": p.priority,
         "seed": p.seed,
     }
+
+
+def _val_kwargs(p: PipelineSpec) -> dict[str, Any]:
+    sampled = p.rollout.val_temperature > 0
+    return {"n": p.rollout.val_n, "temperature": p.rollout.val_temperature, "do_sample": sampled}
 
 
 def list_presets(*, mode: EngineMode = "simulated", model_roots: Sequence[str] = ()) -> list[dict[str, Any]]:
@@ -249,6 +257,12 @@ def list_rewards() -> list[dict[str, Any]]:
 
 def grade(grader: str, completion: str, answer: str) -> float:
     """The reward ``grader`` gives ``completion`` for reference ``answer`` (1.0 or 0.0), as in training."""
+    return grade_reply(grader, completion, answer)[0]
+
+
+def grade_reply(grader: str, completion: str, answer: str) -> tuple[float, str]:
+    """The reward ``grader`` gives ``completion`` for reference ``answer``, as in training, and
+    why an installed reward failed on it (it then scores 0); empty when it scored."""
     from jigsaw_engine.envs.graders import get_grader
 
     try:
@@ -258,9 +272,9 @@ def grade(grader: str, completion: str, answer: str) -> float:
     from jigsaw_engine.envs.reward import FAILED_SCORE, RewardError
 
     try:
-        return grade_fn(completion, answer.strip())
-    except RewardError:  # an installed reward failed: the reply scores as it would in training
-        return FAILED_SCORE
+        return grade_fn(completion, answer.strip()), ""
+    except RewardError as exc:
+        return FAILED_SCORE, str(exc)
 
 
 def grader_answer_problem(grader: str, answer: str) -> str | None:

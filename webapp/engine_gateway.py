@@ -268,10 +268,11 @@ def grader_names() -> list[str]:
     return engine_api.grader_names()
 
 
-def grade(*, grader: str, completion: str, answer: str) -> float:
-    """The engine's reward for ``completion`` against ``answer``; ValueError for an unknown grader."""
+def grade(*, grader: str, completion: str, answer: str) -> tuple[float, str]:
+    """The engine's reward for ``completion`` against ``answer``, and why an installed reward
+    failed on it (it then scores 0; empty when it scored); ValueError for an unknown grader."""
     try:
-        return engine_api.grade(grader, completion, answer)
+        return engine_api.grade_reply(grader, completion, answer)
     except engine_api.SpecError as exc:
         raise ValueError("; ".join(e.message for e in exc.errors)) from exc
 

@@ -26,7 +26,7 @@ from jigsaw_engine.contracts import EventKind, PipelineState
 from jigsaw_engine.control.event_log import EventLog
 from jigsaw_engine.control.roll_forward import OnDemand, chain_s, rollout_eta
 from jigsaw_engine.control.run_record import ClusterHistory, RunRecord, TimelineSpan
-from jigsaw_engine.control.step_metrics import step_metrics
+from jigsaw_engine.control.step_metrics import reward_failure_log, step_metrics
 from jigsaw_engine.control.verl_estimate import FinishedStep
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.errors import DuplicatePipelineError, SpecError, UnknownPipelineError
@@ -470,6 +470,11 @@ class ClusterController:
         if real is not None and real[1]:
             self.events.append(
                 pipeline_id, EventKind.SAMPLES, self.runtime.now_s, {"step": run.record.steps_done, "samples": real[1]}
+            )
+        failures = reward_failure_log(run.record.steps_done, metrics, real[1] if real is not None else [])
+        if failures is not None:  # an installed reward failed: the job goes on, and says so
+            self.events.append(
+                pipeline_id, EventKind.LOG, self.runtime.now_s, {"level": "warning", "message": failures}
             )
         if run.record.steps_done >= run.record.spec.total_steps:
             self._end(pipeline_id, run, PipelineState.SUCCEEDED, f"completed {run.record.steps_done} steps")

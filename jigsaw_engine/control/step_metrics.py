@@ -60,3 +60,18 @@ def step_metrics(
         }
     )
     return metrics
+
+
+REWARD_FAILURES = "critic/score/failed"
+"""The real job's count of replies whose reward failed (``jigsaw_engine.rl.metrics``, above this layer)."""
+
+
+def reward_failure_log(step: int, metrics: dict[str, float], samples: Sequence[dict[str, Any]]) -> str | None:
+    """The job log's line for a step whose reward failed on some replies (they scored 0): how
+    many, and one reason as a sample shows it; None when every reply was scored."""
+    failed = int(metrics.get(REWARD_FAILURES, 0))
+    if failed <= 0:
+        return None
+    reason = next((str(s["reward_error"]) for s in samples if s.get("reward_error")), "")
+    replies = "reply" if failed == 1 else "replies"
+    return f"step {step}: the reward failed on {failed} {replies}, scored 0" + (f"; e.g. {reason}" if reason else "")

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from jigsaw_engine import api
+from jigsaw_engine.control import step_metrics
 from jigsaw_engine.envs.graders import get_grader
 from jigsaw_engine.envs.math_tasks import MathEnv, generate_arithmetic
 from jigsaw_engine.envs.reward import FAILED_SCORE, RewardError
 from jigsaw_engine.envs.reward_registry import installed_rewards
+from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from tests.reward_plugin import INSTALLED, SLOW_LIMIT_S, operator_rewards
 
@@ -76,6 +78,10 @@ def test_each_failure_is_the_replys_with_its_reason(operator_rewards: Path, name
     assert time.monotonic() - started < 10  # the slow one is cut at its limit, not after its 30 s
     with pytest.raises(RewardError):  # and a replaced child fails the same way again
         grade("#### 7", "7")
+
+
+def test_the_control_layer_spells_the_jobs_failure_metric() -> None:
+    assert step_metrics.REWARD_FAILURES == names.REWARD_FAILURES  # it sits below rl/, so it cannot import it
 
 
 def test_an_episode_whose_reward_fails_scores_zero_and_says_why(operator_rewards: Path) -> None:

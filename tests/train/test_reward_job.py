@@ -1,6 +1,6 @@
 """An operator's reward in a real tiny job: its failures (an exception, a hang, garbage) cost the
-reply its reward, with the reason in the samples and the step's metrics, and never the job; in
-the job's environment actor as in its own process."""
+reply its reward, with the reason in the samples, the step's metrics and the job's log, and never
+the job; in the job's environment actor as in its own process."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 import ray
 
+from jigsaw_engine.api import EngineConfig, start_local_engine, validate_spec
+from jigsaw_engine.contracts import EventKind
 from jigsaw_engine.envs.math_tasks import MathEnv, generate_arithmetic
 from jigsaw_engine.envs.reward_registry import REWARD_PATHS_ENV
-from jigsaw_engine.real.jobs import RealJobOptions, build_real_pipeline
 from jigsaw_engine.rl import metrics as names
 from jigsaw_engine.runtime.ray.env_actor import RemoteEnvironment
 from jigsaw_engine.runtime.ray.placement import unplaced
-from jigsaw_engine.spec.pipeline import parse_pipeline_spec
 from tests.reward_plugin import SLOW_LIMIT_S, operator_rewards
+from tests.train.test_real_runtime import tiny_spec
+from tests.train.test_real_service import wait_until_ended
 
 __all__ = ["operator_rewards"]  # the fixture: the test rewards installed where this process finds them
 
@@ -30,31 +32,40 @@ MOODY_REASONS = {
 """What ``moody`` does to a reply, by its reference's remainder mod 4 (``tests/reward_plugin.py``)."""
 
 
-def test_a_real_job_trains_through_its_rewards_failures(operator_rewards: Path, tiny_policy_cache: Path) -> None:
-    spec = parse_pipeline_spec(
-        {
-            "model": "tiny-qwen2-1m",
-            "workload": "gsm8k",
-            "data": {"train_batch_size": 8, "grader": "moody"},
-            "rollout": {"n": 4, "max_response_length": 8},
-            "resources": {"num_gpus": 1},
-            "trainer": {"total_steps": 2},
-        }
+def test_a_real_job_trains_through_its_rewards_failures(
+    operator_rewards: Path, tiny_policy_cache: Path, tmp_path: Path
+) -> None:
+    """On the engine as the service runs it in real mode: each step's samples say why their
+    reward failed, its metrics and the job's log count the failures, and the job completes."""
+    config = EngineConfig.from_mapping(
+        {"num_nodes": 1, "devices_per_node": 2, "device_type": "cpu"},
+        mode="real",
+        real_cache_dir=str(tiny_policy_cache),
+        real_checkpoint_dir=str(tmp_path / "checkpoints"),
     )
-    options = RealJobOptions(warmup_steps=40, cache_dir=tiny_policy_cache)
-    pipeline = build_real_pipeline(spec, train_parts=1, options=options)
-    for step in range(2):
-        metrics = pipeline.run_step()
-        assert metrics["training/global_step"] == step + 1
-        # Whole groups fail: moody fails by the task, whatever the reply.
-        failed = metrics[names.REWARD_FAILURES]
-        assert failed % 4 == 0 and failed > 0, failed
-        samples = pipeline.job.recent_samples
-        assert any(s["reward_error"] for s in samples)
-        for sample in samples:
-            assert sample["reward_error"] == MOODY_REASONS[int(sample["answer"]) % 4], sample
-            if sample["reward_error"]:
-                assert sample["reward"] == 0.0
+    spec = tiny_spec("moody", steps=2)
+    spec["data"]["grader"] = "moody"
+    assert validate_spec(spec, mode="real") == []
+    engine = start_local_engine(config)
+    try:
+        engine.submit("moody", spec)
+        events = wait_until_ended(engine, {"moody"}, timeout_s=600)  # a loaded machine: the warm-up alone
+    finally:
+        engine.close()
+    statuses = [e.data["status"] for e in events if e.kind is EventKind.STATUS]
+    assert statuses[-1] == "succeeded", statuses
+    samples = [s for e in events if e.kind is EventKind.SAMPLES for s in e.data["samples"]]
+    assert len(samples) == 8 and any(s["reward_error"] for s in samples)
+    for sample in samples:  # moody fails by the task, whatever the reply
+        assert sample["reward_error"] == MOODY_REASONS[int(sample["answer"]) % 4], sample
+        if sample["reward_error"]:
+            assert sample["reward"] == 0.0
+    warnings = [e.data["message"] for e in events if e.kind is EventKind.LOG and e.data["level"] == "warning"]
+    for m in [e.data for e in events if e.kind is EventKind.METRICS]:
+        failed = int(m["metrics"][names.REWARD_FAILURES])
+        assert failed > 0 and failed % 4 == 0, failed  # whole groups: all of a task's replies
+        [line] = [w for w in warnings if w.startswith(f"step {m['step']}: ")]
+        assert line.startswith(f"step {m['step']}: the reward failed on {failed} replies, scored 0; e.g. ")
 
 
 @pytest.mark.ray

@@ -201,6 +201,7 @@ def test_dry_run_rewards(make_actor: Any) -> None:
         "answer": "4",
         "completion": "#### 4",
         "reward": 1.0,
+        "reward_error": "",
         "problem": None,
     }
     r = client.post(

@@ -79,3 +79,20 @@ def test_a_samples_reward_error_is_shown_and_older_samples_read_as_scored(make_a
         (2, "reward 'moody' raised ValueError: cannot read this reply"),
         (1, ""),
     ]
+
+
+def test_a_dry_run_scores_with_an_installed_reward_and_says_why_one_failed(
+    make_actor: Any, operator_rewards: Path
+) -> None:
+    c = _client(make_actor("acme").token)
+    rows = [{"prompt": "Compute 1+2.", "answer": "3"}]
+    r = c.post("/api/v1/graders/dry-run", {"grader": "contains_reference", "rows": rows}, format="json")
+    assert r.status_code == 200, r.content
+    [scored] = r.json()["results"]
+    assert (scored["reward"], scored["reward_error"]) == (1.0, "")
+    r = c.post("/api/v1/graders/dry-run", {"grader": "raises", "rows": rows}, format="json")
+    [failed] = r.json()["results"]
+    assert (failed["reward"], failed["reward_error"]) == (
+        0.0,
+        "reward 'raises' raised ValueError: cannot read this reply",
+    )

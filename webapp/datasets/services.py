@@ -220,7 +220,8 @@ def grader_dry_run(
     rows: Sequence[Mapping[str, str]] | None = None,
     completions: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Grade the first rows (at most 20) with ``completions`` (default: a perfect model's replies)."""
+    """Grade the first rows (at most 20) with ``completions`` (default: a perfect model's replies),
+    as training would: an installed reward that fails on one scores it 0 and says why."""
     if grader not in engine_gateway.grader_names():
         raise SpecInvalid(
             "unknown grader",
@@ -240,13 +241,15 @@ def grader_dry_run(
         completion = (
             completions[i] if completions is not None and i < len(completions) else perfect_completion(answer, grader)
         )
+        reward, reward_error = engine_gateway.grade(grader=grader, completion=completion, answer=answer)
         results.append(
             {
                 "line": line,
                 "prompt": prompt,
                 "answer": answer,
                 "completion": completion,
-                "reward": engine_gateway.grade(grader=grader, completion=completion, answer=answer),
+                "reward": reward,
+                "reward_error": reward_error,
                 "problem": engine_gateway.grader_answer_problem(grader=grader, answer=answer),
             }
         )

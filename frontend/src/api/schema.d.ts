@@ -898,6 +898,8 @@ export interface components {
             completion: string;
             /** Format: double */
             reward: number;
+            /** @description Why the reward could not score this completion (it raised, ran past its time limit, returned no number), as it would fail in training, scoring 0; empty when it scored. */
+            reward_error: string;
             /** @description Why the grader can never reward this answer. */
             problem: string | null;
         };

@@ -283,6 +283,8 @@ export interface DryRunResult {
   answer: string;
   completion: string;
   reward: number;
+  /** Why the reward could not score this completion (it scored 0, as in training); empty when it scored. */
+  reward_error?: string;
   /** Why this grader could never reward the row's answer; null when it can. */
   problem: string | null;
 }

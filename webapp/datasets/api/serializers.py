@@ -79,4 +79,8 @@ class DryRunResultOutput(serializers.Serializer):
     answer = serializers.CharField()
     completion = serializers.CharField()
     reward = serializers.FloatField()
+    reward_error = serializers.CharField(
+        help_text="Why the reward could not score this completion (it raised, ran past its time limit, "
+        "returned no number), as it would fail in training, scoring 0; empty when it scored."
+    )
     problem = serializers.CharField(allow_null=True, help_text="Why the grader can never reward this answer.")
