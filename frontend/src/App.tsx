@@ -1,4 +1,5 @@
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useState } from 'react';
+import { Link, useLocation, useNavigate, useNavigationType } from 'react-router';
 import { AdminApi } from './api/admin';
 import { ApiClient, isAbort, loginUrl } from './api/client';
 import { csrfToken } from './api/csrf';
@@ -10,7 +11,6 @@ import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
 import { AdminPage, StaffOnlyNotice } from './pages/admin/AdminPage';
 import { SubmitPage } from './pages/SubmitPage';
-import { Link, navigate, usePathname } from './routing/navigation';
 import { CLUSTER_PATH, MANAGE_PATH, matchRoute } from './routing/routes';
 import { SessionContext, type Session } from './session';
 import { loadRememberedTenant, pickTenant, rememberTenant } from './tenant';
@@ -19,11 +19,24 @@ function goToLogin(): void {
   window.location.assign(loginUrl(window.location.pathname + window.location.search));
 }
 
+/**
+ * A page opened by a link starts at its top; a new query on the same page (filters) keeps
+ * the scroll, and so do back and forward (the browser restores theirs).
+ */
+function useScrollToTopOnNewPage(pathname: string): void {
+  const navigationType = useNavigationType();
+  useLayoutEffect(() => {
+    if (navigationType !== 'POP') window.scrollTo(0, 0);
+  }, [pathname]);
+}
+
 export function App() {
   const [me, setMe] = useState<Me | null>(null);
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [tenantSlug, setTenantSlug] = useState<string | null>(null);
-  const pathname = usePathname();
+  const { pathname } = useLocation();
+  const navigate = useNavigate();
+  useScrollToTopOnNewPage(pathname);
   const route = matchRoute(pathname);
 
   useEffect(() => {
@@ -57,7 +70,7 @@ export function App() {
       // A job belongs to one tenant; its page would be a 404 under another.
       if (route.page === 'job') navigate('/');
     },
-    [route.page],
+    [route.page, navigate],
   );
 
   let body;

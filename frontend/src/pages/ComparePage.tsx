@@ -1,56 +1,70 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
-import { isAbort } from '../api/client';
-import { ApiError } from '../api/errors';
+import { useQueries, useQueryClient } from '@tanstack/react-query';
+import { useMemo, useRef } from 'react';
+import { Link, useLocation, useNavigate } from 'react-router';
 import type { Job } from '../api/types';
 import type { ChartLine } from '../charts/chartData';
-import { chartTestId, metricUnit, normalizeSeries, type SeriesMap } from '../charts/series';
+import { chartTestId, metricUnit, type SeriesMap } from '../charts/series';
 import { commonXAxes, jobClocks } from '../charts/xAxis';
 import { EngineModeBadge, SimulatedNote } from '../components/EngineMode';
 import { MetricBoard } from '../components/MetricBoard';
 import { StatusChip } from '../components/StatusChip';
-import { Link, navigate, useLocationSearch } from '../routing/navigation';
+import { asApiError } from '../query/client';
 import { jobPath } from '../routing/routes';
 import { useSession } from '../session';
+import { jobQuery, metricsQuery } from './job/jobQueries';
 import { assignColors, COMPARE_MAX_POINTS, lineColor, metricsPresent } from './compare/compare';
 import { comparePath, parseCompareIds } from './jobs/listing';
 import './compare/compare.css';
 
+/** A compared job once both its reads have answered (or failed). */
 interface Loaded {
   job: Job | null;
   series: SeriesMap;
   error: string;
 }
 
-/** `/compare?jobs=<id>,<id>`: the selected jobs' curves, one line per job on every metric's chart. */
-export function ComparePage() {
-  const { api } = useSession();
-  const search = useLocationSearch();
-  const ids = useMemo(() => parseCompareIds(search), [search]);
-  const idsKey = ids.join(',');
-  const [loaded, setLoaded] = useState<Record<string, Loaded>>({});
-
-  useEffect(() => {
-    const controller = new AbortController();
-    for (const id of ids) {
-      const errorText = (e: unknown) => (e instanceof ApiError ? e.message : String(e));
-      Promise.allSettled([
-        api.getJob(id, controller.signal),
-        api.getMetricHistory(id, COMPARE_MAX_POINTS, controller.signal),
-      ]).then(([job, metrics]) => {
-        if (controller.signal.aborted) return;
-        const failed = [job, metrics].find((r) => r.status === 'rejected' && !isAbort(r.reason));
-        setLoaded((prev) => ({
-          ...prev,
-          [id]: {
-            job: job.status === 'fulfilled' ? job.value : null,
-            series: metrics.status === 'fulfilled' ? normalizeSeries(metrics.value.series) : {},
-            error: failed && failed.status === 'rejected' ? errorText(failed.reason) : '',
-          },
-        }));
+/**
+ * The answers of [job, metrics, job, metrics, ...] reads, one entry per job: undefined while
+ * either is in flight. Module-level, so useQueries keeps its result while nothing changes.
+ */
+function pairUp(results: readonly { data?: unknown; error: unknown; isPending: boolean }[]): (Loaded | undefined)[] {
+  const out: (Loaded | undefined)[] = [];
+  for (let i = 0; i + 1 < results.length; i += 2) {
+    const [job, metrics] = [results[i]!, results[i + 1]!];
+    if (job.isPending && !job.error) out.push(undefined);
+    else if (metrics.isPending && !metrics.error) out.push(undefined);
+    else {
+      const failed = job.error ?? metrics.error;
+      out.push({
+        job: (job.data as Job | undefined) ?? null,
+        series: (metrics.data as SeriesMap | undefined) ?? {},
+        error: failed ? asApiError(failed).message : '',
       });
     }
-    return () => controller.abort();
-  }, [api, idsKey]); // idsKey stands for ids
+  }
+  return out;
+}
+
+/** `/compare?jobs=<id>,<id>`: the selected jobs' curves, one line per job on every metric's chart. */
+export function ComparePage() {
+  const { api, tenant } = useSession();
+  const { search } = useLocation();
+  const navigate = useNavigate();
+  const ids = useMemo(() => parseCompareIds(search), [search]);
+  const idsKey = ids.join(',');
+  const client = useQueryClient();
+  // The same cache entries as the job page's: opening a compared job shows it at once.
+  const results = useQueries({
+    queries: ids.flatMap((jobId) => {
+      const read = { api, client, tenant: tenant.slug, jobId };
+      return [jobQuery(read), metricsQuery(read, COMPARE_MAX_POINTS)];
+    }),
+    combine: pairUp,
+  });
+  const loaded = useMemo(
+    () => Object.fromEntries(ids.flatMap((id, i) => (results[i] ? [[id, results[i]]] : []))),
+    [idsKey, results], // idsKey stands for ids
+  );
 
   // A job keeps its colour while it is compared, whichever others come and go.
   const colorIndex = useRef<Record<string, number>>({});

@@ -1,16 +1,14 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
-import { isAbort } from '../api/client';
-import { ApiError } from '../api/errors';
-import { isTerminal, type Checkpoint, type Job, type JobEvent, type JobStatus } from '../api/types';
-import { applyMetricEvents, mergeSeriesMaps, normalizeSeries, type SeriesMap } from '../charts/series';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useCallback, useMemo, useState } from 'react';
+import { Link } from 'react-router';
+import { isTerminal, type Job, type JobEvent } from '../api/types';
+import type { SeriesMap } from '../charts/series';
 import { EngineModeBadge, SimulatedNote } from '../components/EngineMode';
 import { EventList } from '../components/EventList';
 import { LiveIndicator } from '../components/LiveIndicator';
 import { ProgressBar } from '../components/ProgressBar';
-import { usePolling } from '../hooks/usePolling';
-import { mergeEvents } from '../live/eventLog';
-import { JobStream, type StreamState } from '../live/jobStream';
-import { Link } from '../routing/navigation';
+import { asApiError } from '../query/client';
+import { queryKeys } from '../query/keys';
 import { canWrite, useSession } from '../session';
 import { LATEST } from './job/actions';
 import { CheckpointsPanel } from './job/CheckpointsPanel';
@@ -21,22 +19,20 @@ import { EstimateAccuracy } from './job/EstimateAccuracy';
 import { JobActions } from './job/JobActions';
 import { JobFacts } from './job/JobFacts';
 import { JobMetricCharts } from './job/JobMetricCharts';
+import { mergeJobResponse } from './job/jobCache';
+import { jobQuery, metricsQuery } from './job/jobQueries';
 import { JobStatusLine } from './job/JobStatusLine';
 import { LogsPanel } from './job/LogsPanel';
-import { keepLatestProgress, progressFromEvents } from './job/progress';
 import { SamplesPanel } from './job/SamplesPanel';
+import { useJobStream } from './job/useJobStream';
 import './job/job.css';
 
 const REFRESH_MS = 3_000;
 const CHECKPOINTS_MS = 5_000;
-/** "Not polling": loaded when the page opens (or the job's status changes), then idle. */
-const IDLE_MS = 3_600_000;
 /** Points per metric in the initial history (downsampled on the server); live points add to it. */
 const HISTORY_POINTS = 500;
-
-function asApiError(e: unknown): ApiError {
-  return e instanceof ApiError ? e : new ApiError(0, 'error', String(e));
-}
+const NO_EVENTS: JobEvent[] = [];
+const NO_SERIES: SeriesMap = {};
 
 /**
  * `/jobs/<id>`: one job: its status and why, actions (pause, resume, cancel, clone), usage,
@@ -44,121 +40,61 @@ function asApiError(e: unknown): ApiError {
  */
 export function JobPage({ jobId }: { jobId: string }) {
   const { api, tenant } = useSession();
-  const [job, setJob] = useState<Job | null>(null);
-  const [loadError, setLoadError] = useState<ApiError | null>(null);
-  const [series, setSeries] = useState<SeriesMap>({});
-  const [metricsError, setMetricsError] = useState('');
-  const [events, setEvents] = useState<JobEvent[]>([]);
-  const [stream, setStream] = useState<StreamState>('connecting');
-  const [checkpoints, setCheckpoints] = useState<Checkpoint[] | null>(null);
-  const [checkpointsError, setCheckpointsError] = useState('');
+  const client = useQueryClient();
   /** The clone form's starting checkpoint while it is open; null when closed. */
   const [cloneFrom, setCloneFrom] = useState<string | null>(null);
   const [deleting, setDeleting] = useState(false);
 
-  const jobRef = useRef<Job | null>(null);
-  useEffect(() => {
-    jobRef.current = job;
-  }, [job]);
-  // The seq of the newest status event shown. A response (a GET, or an action's) made
-  // before that event carries an older status; it must not overwrite the event's.
-  const statusSeq = useRef(0);
-  const mergeResponse = useCallback((fresh: Job) => {
-    setJob((prev) => {
-      if (!prev) return fresh;
-      const progress = keepLatestProgress(prev.progress, fresh.progress);
-      return fresh.last_event_seq < statusSeq.current
-        ? { ...fresh, progress, status: prev.status, status_reason: prev.status_reason }
-        : { ...fresh, progress };
-    });
-  }, []);
-
-  const fetchJob = useCallback(
-    async (signal?: AbortSignal) => {
-      const fresh = await api.getJob(jobId, signal);
-      setLoadError(null);
-      mergeResponse(fresh);
+  const stream = useJobStream(jobId, HISTORY_POINTS);
+  const jobKey = useMemo(() => queryKeys.job(tenant.slug, jobId), [tenant.slug, jobId]);
+  // Polled only while the stream is not live: a live stream brings status and step, and
+  // each new status event refetches the rest (see useJobStream).
+  const read = { api, client, tenant: tenant.slug, jobId };
+  const jobResult = useQuery({
+    ...jobQuery(read),
+    refetchInterval: (query) => {
+      const cached = query.state.data;
+      if (stream === 'live' || (cached && isTerminal(cached.status))) return false;
+      return query.state.error && asApiError(query.state.error).status === 404 ? false : REFRESH_MS;
     },
-    [api, jobId, mergeResponse],
-  );
-
+  });
+  const job = jobResult.data ?? null;
+  const loadError = jobResult.error ? asApiError(jobResult.error) : null;
   const terminal = job !== null && isTerminal(job.status);
-  usePolling(fetchJob, REFRESH_MS, [fetchJob], {
-    enabled: !terminal && loadError?.status !== 404,
-    onError: (e) => setLoadError(asApiError(e)),
-  });
 
-  // Checkpoints: polled while the job runs and reloaded at each status change (a pause
+  // Checkpoints: polled while the job runs, refetched at each status event (a pause
   // records one); a finished job's are loaded once.
-  const loadCheckpoints = useCallback(
-    async (signal: AbortSignal) => {
-      setCheckpoints(await api.listCheckpoints(jobId, signal));
-      setCheckpointsError('');
-    },
-    [api, jobId],
-  );
-  usePolling(loadCheckpoints, terminal ? IDLE_MS : CHECKPOINTS_MS, [loadCheckpoints, job?.status], {
+  const checkpointsQuery = useQuery({
+    queryKey: queryKeys.checkpoints(tenant.slug, jobId),
+    queryFn: ({ signal }) => api.listCheckpoints(jobId, signal),
     enabled: job !== null,
-    onError: (e) => setCheckpointsError(asApiError(e).message),
+    refetchInterval: terminal ? false : CHECKPOINTS_MS,
   });
+  const checkpoints = checkpointsQuery.data ?? null;
+  const checkpointsError = checkpointsQuery.error ? asApiError(checkpointsQuery.error).message : '';
 
-  // Metric history, fetched once (downsampled on the server); the socket adds to it from then on.
-  useEffect(() => {
-    const controller = new AbortController();
-    api
-      .getMetricHistory(jobId, HISTORY_POINTS, controller.signal)
-      .then((res) => setSeries((live) => mergeSeriesMaps(normalizeSeries(res.series), live)))
-      .catch((e: unknown) => {
-        if (!isAbort(e)) setMetricsError(asApiError(e).message);
-      });
-    return () => controller.abort();
-  }, [api, jobId]);
+  // Metric history, downsampled on the server; the stream adds live points to the same entry.
+  const metricsResult = useQuery(metricsQuery(read, HISTORY_POINTS));
+  const series = metricsResult.data ?? NO_SERIES;
+  const metricsError = metricsResult.error ? asApiError(metricsResult.error).message : '';
 
-  // The event stream. after=0 replays the stored history of the kinds the events list
-  // needs (metric history comes downsampled over REST above), then stays live for all.
-  useEffect(() => {
-    const onEvents = (batch: JobEvent[]) => {
-      setEvents((prev) => mergeEvents(prev, batch));
-      setSeries((prev) => applyMetricEvents(prev, batch));
-      setJob((prev) => {
-        if (!prev) return prev;
-        const progress = progressFromEvents(prev.progress, batch);
-        return progress === prev.progress ? prev : { ...prev, progress };
-      });
-      let latest: { status: string; reason: string } | null = null;
-      for (const e of batch) {
-        if (e.kind !== 'status' || e.seq < statusSeq.current) continue;
-        latest = e.data;
-        statusSeq.current = e.seq;
-      }
-      if (latest) {
-        const { status, reason } = latest;
-        setJob((prev) => (prev ? { ...prev, status: status as JobStatus, status_reason: reason ?? '' } : prev));
-        fetchJob().catch(() => {}); // progress, timestamps; polling reports failures
-      }
-    };
-    const live = new JobStream({
-      jobId,
-      after: 0,
-      replayKinds: ['status', 'log', 'samples'],
-      onEvents,
-      onState: setStream,
-      shouldReconnect: () => !(jobRef.current && isTerminal(jobRef.current.status)),
-    });
-    // Deferred one tick: StrictMode's mount-unmount-mount in development would
-    // otherwise open and at once abort a socket, which the browser logs.
-    const timer = setTimeout(() => live.start(), 0);
-    return () => {
-      clearTimeout(timer);
-      live.stop();
-    };
-  }, [jobId, fetchJob]);
+  // Written by the stream only; there is nothing to fetch.
+  const eventsKey = queryKeys.events(tenant.slug, jobId);
+  const { data: events } = useQuery({
+    queryKey: eventsKey,
+    queryFn: () => client.getQueryData<JobEvent[]>(eventsKey) ?? NO_EVENTS,
+    initialData: NO_EVENTS,
+    staleTime: Infinity,
+  });
 
   /** The job as an action's response left it (unless the stream has already shown a later status). */
-  const applyAction = useCallback((updated: Job) => mergeResponse(updated), [mergeResponse]);
+  const applyAction = useCallback(
+    (updated: Job) => client.setQueryData<Job>(jobKey, (cached) => mergeJobResponse(cached, updated)),
+    [client, jobKey],
+  );
   const reload = useCallback(() => {
-    fetchJob().catch(() => {}); // polling reports failures
-  }, [fetchJob]);
+    void client.invalidateQueries({ queryKey: jobKey, exact: true });
+  }, [client, jobKey]);
 
   if (!job) {
     if (loadError?.status === 404) {

@@ -1,12 +1,13 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useEffect, useMemo, useState } from 'react';
-import { ApiError } from '../api/errors';
-import { JOB_STATUSES, type Job, type Page } from '../api/types';
+import { Link, useLocation, useNavigate } from 'react-router';
+import { JOB_STATUSES, type Job } from '../api/types';
 import { EngineModeBadge, SimulatedNote } from '../components/EngineMode';
 import { ProgressBar } from '../components/ProgressBar';
 import { StatusChip } from '../components/StatusChip';
 import { formatAge, formatDateTime } from '../format';
-import { usePolling } from '../hooks/usePolling';
-import { Link, navigate, useLocationSearch } from '../routing/navigation';
+import { asApiError } from '../query/client';
+import { queryKeys } from '../query/keys';
 import { jobPath } from '../routing/routes';
 import { canWrite, useSession } from '../session';
 import { formatDevices, formatGpuHours } from './job/usage';
@@ -134,11 +135,6 @@ function StatusFilter({ value, onChange }: { value: readonly string[]; onChange:
   );
 }
 
-/** Show `filters` in this page's URL (replacing the entry: editing a filter is not a page to go back to). */
-function showFilters(filters: JobFilters): void {
-  navigate(window.location.pathname + buildJobsQuery(filters), { replace: true });
-}
-
 /**
  * A text filter's input: what is typed, written to the URL once typing pauses; and when the
  * URL changes from outside (back, forward, a link), the input follows it.
@@ -162,7 +158,10 @@ function useTextFilter(fromUrl: string, write: (value: string) => void): [string
 /** `/`: the tenant's jobs, filtered (the filters live in the URL), refreshed every 3 s; pick some to compare. */
 export function JobsPage() {
   const { api, tenant } = useSession();
-  const search = useLocationSearch();
+  const { pathname, search } = useLocation();
+  const navigate = useNavigate();
+  /** Show `filters` in this page's URL (replacing the entry: editing a filter is not a page to go back to). */
+  const showFilters = (next: JobFilters) => navigate(pathname + buildJobsQuery(next), { replace: true });
   const filters = useMemo(() => parseJobFilters(search, JOB_STATUSES), [search]);
   const { statuses } = filters;
   const current = () => parseJobFilters(window.location.search, JOB_STATUSES);
@@ -175,23 +174,20 @@ export function JobsPage() {
   const [cursor, setCursor] = useState<{ query: string; url: string | null }>({ query: '', url: null });
   const pageUrl = cursor.query === query ? cursor.url : null;
   const setPageUrl = (url: string | null) => setCursor({ query, url });
-  const [page, setPage] = useState<Page<Job> | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [now, setNow] = useState(() => Date.now());
   // Selected job ids, in the order picked; kept across filters and pages.
   const [selected, setSelected] = useState<string[]>([]);
 
-  usePolling(
-    async (signal) => {
-      const result = await api.listJobsQuery(query, pageUrl, signal);
-      setPage(result);
-      setError(null);
-      setNow(Date.now());
-    },
-    REFRESH_MS,
-    [api, query, pageUrl],
-    { onError: (e) => setError(e instanceof ApiError ? e : new ApiError(0, 'error', String(e))) },
-  );
+  const jobsQuery = useQuery({
+    queryKey: queryKeys.jobsList(tenant.slug, query, pageUrl),
+    queryFn: ({ signal }) => api.listJobsQuery(query, pageUrl, signal),
+    refetchInterval: REFRESH_MS,
+    // A new filter or page keeps the rows shown until its own answer is in.
+    placeholderData: keepPreviousData,
+  });
+  const page = jobsQuery.data ?? null;
+  const error = jobsQuery.error ? asApiError(jobsQuery.error) : null;
+  // Ages and ETAs are as of the answer shown.
+  const now = jobsQuery.dataUpdatedAt || Date.now();
 
   const full = selected.length >= MAX_COMPARE;
   const toggle = (job: Job) =>

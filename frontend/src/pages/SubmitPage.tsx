@@ -3,7 +3,7 @@ import { isAbort } from '../api/client';
 import { newIdempotencyKey } from '../api/csrf';
 import { ApiError } from '../api/errors';
 import type { FieldError, Preset } from '../api/types';
-import { Link, navigate } from '../routing/navigation';
+import { Link, useNavigate } from 'react-router';
 import { jobPath } from '../routing/routes';
 import { canWrite, useSession } from '../session';
 import { errorTarget, parseSubmitForm } from './specForm';
@@ -19,6 +19,7 @@ function specText(spec: unknown): string {
 /** `/new`: submit a job from a preset spec, edited as JSON. */
 export function SubmitPage() {
   const { api, tenant } = useSession();
+  const navigate = useNavigate();
   const [presets, setPresets] = useState<Preset[] | null>(null);
   const [presetError, setPresetError] = useState('');
   const [presetName, setPresetName] = useState('');

@@ -1,8 +1,9 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useCallback, useMemo, useState } from 'react';
 import type { AdminApi, AdminTenant, QuotaReport } from '../../api/admin';
-import { ApiError } from '../../api/errors';
-import { usePolling } from '../../hooks/usePolling';
-import { Link } from '../../routing/navigation';
+import { asApiError } from '../../query/client';
+import { queryKeys } from '../../query/keys';
+import { Link } from 'react-router';
 import { AuditSection } from './AuditSection';
 import { ClusterSection } from './ClusterSection';
 import { QueueSection } from './QueueSection';
@@ -26,29 +27,31 @@ export function StaffOnlyNotice({ username }: { username: string }) {
 
 /**
  * `/manage` (staff): every tenant's quota against its usage, quota edits, the global
- * queue with reasons, the cluster, the audit log. A saved quota bumps `epoch`, which
- * refreshes the tenants, queue, cluster and audit log at once (admission runs right
+ * queue with reasons, the cluster, the audit log. A saved quota refetches the tenants,
+ * queue and cluster, and bumps `epoch`, which reloads the audit log, at once (admission runs right
  * after an edit, and the queue keeps polling to show its effect).
  */
 export function AdminPage({ api }: { api: AdminApi }) {
-  const [tenants, setTenants] = useState<AdminTenant[] | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const client = useQueryClient();
   const [epoch, setEpoch] = useState(0);
+  const tenantsQuery = useQuery({
+    queryKey: queryKeys.adminTenants(),
+    queryFn: ({ signal }) => api.listTenants(signal),
+    refetchInterval: TENANTS_REFRESH_MS,
+  });
+  const tenants = tenantsQuery.data ?? null;
+  const error = tenantsQuery.error ? asApiError(tenantsQuery.error) : null;
 
-  usePolling(
-    async (signal) => {
-      setTenants(await api.listTenants(signal));
-      setError(null);
+  const onSaved = useCallback(
+    (report: QuotaReport) => {
+      client.setQueryData<AdminTenant[]>(queryKeys.adminTenants(), (rows) =>
+        rows?.map((row) => (row.tenant === report.tenant ? { ...row, ...report } : row)),
+      );
+      void client.invalidateQueries({ queryKey: queryKeys.admin() });
+      setEpoch((n) => n + 1);
     },
-    TENANTS_REFRESH_MS,
-    [api, epoch],
-    { onError: (e) => setError(e instanceof ApiError ? e : new ApiError(0, 'error', String(e))) },
+    [client],
   );
-
-  const onSaved = useCallback((report: QuotaReport) => {
-    setTenants((rows) => rows?.map((row) => (row.tenant === report.tenant ? { ...row, ...report } : row)) ?? rows);
-    setEpoch((n) => n + 1);
-  }, []);
 
   const names = useMemo(() => new Map((tenants ?? []).map((t) => [t.tenant, t.name])), [tenants]);
 
@@ -63,10 +66,10 @@ export function AdminPage({ api }: { api: AdminApi }) {
           <a href="#admin-audit-title">Audit log</a>
         </nav>
       </div>
-      <ClusterSection api={api} epoch={epoch} tenantNames={names} />
+      <ClusterSection api={api} tenantNames={names} />
       <TenantsSection api={api} tenants={tenants} error={error} onSaved={onSaved} />
       <div className="admin-columns">
-        <QueueSection api={api} epoch={epoch} />
+        <QueueSection api={api} />
         <AuditSection api={api} epoch={epoch} tenants={tenants} />
       </div>
     </div>

@@ -1,7 +1,7 @@
-import { useState } from 'react';
-import type { AdminApi, ClusterSummary } from '../../api/admin';
-import { ApiError } from '../../api/errors';
-import { usePolling } from '../../hooks/usePolling';
+import { useQuery } from '@tanstack/react-query';
+import type { AdminApi } from '../../api/admin';
+import { asApiError } from '../../query/client';
+import { queryKeys } from '../../query/keys';
 import { flattenFacts } from './display';
 import { UsageBar } from './UsageBar';
 
@@ -10,25 +10,18 @@ export const CLUSTER_REFRESH_MS = 5_000;
 /** The cluster's GPUs, who holds them, and what the engine says about itself. */
 export function ClusterSection({
   api,
-  epoch,
   tenantNames,
 }: {
   api: AdminApi;
-  epoch: number;
   tenantNames: ReadonlyMap<string, string>;
 }) {
-  const [cluster, setCluster] = useState<ClusterSummary | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-
-  usePolling(
-    async (signal) => {
-      setCluster(await api.getCluster(signal));
-      setError(null);
-    },
-    CLUSTER_REFRESH_MS,
-    [api, epoch],
-    { onError: (e) => setError(e instanceof ApiError ? e : new ApiError(0, 'error', String(e))) },
-  );
+  const clusterQuery = useQuery({
+    queryKey: queryKeys.adminCluster(),
+    queryFn: ({ signal }) => api.getCluster(signal),
+    refetchInterval: CLUSTER_REFRESH_MS,
+  });
+  const cluster = clusterQuery.data ?? null;
+  const error = clusterQuery.error ? asApiError(clusterQuery.error) : null;
 
   const holders = cluster
     ? Object.entries(cluster.by_tenant).sort((a, b) => b[1].gpus - a[1].gpus || a[0].localeCompare(b[0]))

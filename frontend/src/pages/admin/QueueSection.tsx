@@ -1,8 +1,8 @@
-import { useState } from 'react';
+import { useQuery } from '@tanstack/react-query';
 import type { AdminApi, QueueEntry } from '../../api/admin';
-import { ApiError } from '../../api/errors';
 import { formatAge, formatClock, formatDateTime } from '../../format';
-import { usePolling } from '../../hooks/usePolling';
+import { asApiError } from '../../query/client';
+import { queryKeys } from '../../query/keys';
 import { reasonCounts, splitReason } from './display';
 
 export const QUEUE_REFRESH_MS = 2_000;
@@ -22,22 +22,16 @@ function Reason({ entry }: { entry: QueueEntry }) {
 }
 
 /** Every queued job on the cluster and why it waits, refreshed every 2 s. */
-export function QueueSection({ api, epoch }: { api: AdminApi; epoch: number }) {
-  const [entries, setEntries] = useState<QueueEntry[] | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [now, setNow] = useState(() => Date.now());
-
-  usePolling(
-    async (signal) => {
-      const result = await api.getQueue(signal);
-      setEntries(result);
-      setError(null);
-      setNow(Date.now());
-    },
-    QUEUE_REFRESH_MS,
-    [api, epoch],
-    { onError: (e) => setError(e instanceof ApiError ? e : new ApiError(0, 'error', String(e))) },
-  );
+export function QueueSection({ api }: { api: AdminApi }) {
+  const queueQuery = useQuery({
+    queryKey: queryKeys.adminQueue(),
+    queryFn: ({ signal }) => api.getQueue(signal),
+    refetchInterval: QUEUE_REFRESH_MS,
+  });
+  const entries = queueQuery.data ?? null;
+  const error = queueQuery.error ? asApiError(queueQuery.error) : null;
+  // Waiting times are as of the answer shown.
+  const now = queueQuery.dataUpdatedAt || Date.now();
 
   const counts = entries ? reasonCounts(entries) : [];
 

@@ -1,10 +1,11 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
-import { ApiError } from '../../api/errors';
-import type { ClusterTimeline } from '../../api/types';
+import { Link } from 'react-router';
 import { ApiErrorNotice } from '../../components/ApiErrorNotice';
 import { EngineModeBadge, SimulatedNote } from '../../components/EngineMode';
-import { usePolling } from '../../hooks/usePolling';
-import { Link } from '../../routing/navigation';
+import type { ClusterTimeline } from '../../api/types';
+import { asApiError } from '../../query/client';
+import { queryKeys } from '../../query/keys';
 import { jobPath } from '../../routing/routes';
 import { useSession } from '../../session';
 import { effectiveMfu, formatSpeedup, meanValue, verlExplanation } from './efficiency';
@@ -31,21 +32,17 @@ export const CLUSTER_REFRESH_MS = 2000;
 
 /** `/cluster`: the shared cluster as it is assembled, sub-stage by sub-stage, like a jigsaw. */
 export function ClusterPage() {
-  const { api } = useSession();
+  const { api, tenant } = useSession();
   const [windowS, setWindowS] = useState<number>(WINDOWS[0]!.seconds);
-  const [timeline, setTimeline] = useState<ClusterTimeline | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-
-  usePolling(
-    async (signal) => {
-      const result = await api.clusterTimeline(windowS, signal);
-      setTimeline(result);
-      setError(null);
-    },
-    CLUSTER_REFRESH_MS,
-    [api, windowS],
-    { onError: (e) => setError(e instanceof ApiError ? e : new ApiError(0, 'error', String(e))) },
-  );
+  const timelineQuery = useQuery({
+    queryKey: queryKeys.cluster(tenant.slug, windowS),
+    queryFn: ({ signal }) => api.clusterTimeline(windowS, signal),
+    refetchInterval: CLUSTER_REFRESH_MS,
+    // The previous window stays drawn (marked stale below) until the new one comes back.
+    placeholderData: keepPreviousData,
+  });
+  const timeline = timelineQuery.data ?? null;
+  const error = timelineQuery.error ? asApiError(timelineQuery.error) : null;
 
   const derived = useMemo(() => {
     if (!timeline) return null;

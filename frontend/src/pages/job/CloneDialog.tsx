@@ -2,7 +2,7 @@ import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { ApiError } from '../../api/errors';
 import type { Checkpoint, Job } from '../../api/types';
 import { ApiErrorNotice } from '../../components/ApiErrorNotice';
-import { navigate } from '../../routing/navigation';
+import { useNavigate } from 'react-router';
 import { jobPath } from '../../routing/routes';
 import { useSession } from '../../session';
 import { actionErrorTitle, checkpointChoices, cloneBody, fieldHasError, parseOverrides } from './actions';
@@ -22,6 +22,7 @@ interface CloneDialogProps {
  */
 export function CloneDialog({ job, checkpoints, initialCheckpoint, onClose }: CloneDialogProps) {
   const { api } = useSession();
+  const navigate = useNavigate();
   const ref = useRef<HTMLDialogElement>(null);
   const ids = useId();
   const [name, setName] = useState('');

@@ -2,7 +2,9 @@ import { useEffect, useId, useRef, useState } from 'react';
 import { ApiError } from '../../api/errors';
 import type { Job } from '../../api/types';
 import { ApiErrorNotice } from '../../components/ApiErrorNotice';
-import { navigate } from '../../routing/navigation';
+import { useQueryClient } from '@tanstack/react-query';
+import { useNavigate } from 'react-router';
+import { queryKeys } from '../../query/keys';
 import { useSession } from '../../session';
 import { actionErrorTitle } from './actions';
 
@@ -17,7 +19,9 @@ interface DeleteDialogProps {
  * deletion cannot be undone, and the job's usage stays billed.
  */
 export function DeleteDialog({ job, onClose }: DeleteDialogProps) {
-  const { api } = useSession();
+  const { api, tenant } = useSession();
+  const client = useQueryClient();
+  const navigate = useNavigate();
   const ref = useRef<HTMLDialogElement>(null);
   const ids = useId();
   const [busy, setBusy] = useState(false);
@@ -33,6 +37,9 @@ export function DeleteDialog({ job, onClose }: DeleteDialogProps) {
     setBusy(true);
     try {
       await api.deleteJob(job.id);
+      // The job is gone: drop what is cached for it, and the lists that still name it.
+      client.removeQueries({ queryKey: queryKeys.job(tenant.slug, job.id) });
+      client.removeQueries({ queryKey: queryKeys.jobsLists(tenant.slug) });
       navigate('/');
     } catch (e) {
       setError(e instanceof ApiError ? e : new ApiError(0, 'error', String(e)));

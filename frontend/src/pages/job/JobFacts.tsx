@@ -1,6 +1,6 @@
 import type { Job } from '../../api/types';
 import { formatDateTime } from '../../format';
-import { Link } from '../../routing/navigation';
+import { Link } from 'react-router';
 import { jobPath } from '../../routing/routes';
 import { formatDevices, formatGpuHours } from './usage';
 

@@ -1,59 +1,50 @@
-import { useCallback, useId, useLayoutEffect, useRef, useState } from 'react';
-import { isAbort } from '../../api/client';
-import { ApiError } from '../../api/errors';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useId, useLayoutEffect, useRef, useState } from 'react';
 import { formatClock } from '../../format';
-import { usePolling } from '../../hooks/usePolling';
+import { asApiError } from '../../query/client';
+import { queryKeys } from '../../query/keys';
 import { useSession } from '../../session';
 import { EMPTY_LOGS, applyLogPage, hasMore, type LogState } from './logCursor';
 
 const FOLLOW_MS = 2_000;
-/** "Not polling": one load when the panel opens or following stops, then idle. */
-const IDLE_MS = 3_600_000;
 /** Full pages read back to back in one go before waiting for the next poll. */
 const MAX_CATCH_UP_PAGES = 5;
 
 /**
  * The job's log lines from GET /logs?after=<seq>, polled every 2 s while "Follow" is on
- * (and the job can still write any); the box stays scrolled to the newest line while
- * the reader is at the bottom.
+ * (and the job can still write any), else loaded when the panel opens and on demand; the
+ * box stays scrolled to the newest line while the reader is at the bottom.
  */
 export function LogsPanel({ jobId, terminal }: { jobId: string; terminal: boolean }) {
-  const { api } = useSession();
+  const { api, tenant } = useSession();
+  const client = useQueryClient();
   const followId = useId();
-  const [logs, setLogs] = useState<LogState>(EMPTY_LOGS);
   const [follow, setFollow] = useState(true);
-  const [error, setError] = useState('');
-  const [loaded, setLoaded] = useState(false);
-  // The state the next request's cursor comes from; mirrored into React state to render.
-  const logsRef = useRef<LogState>(EMPTY_LOGS);
   const boxRef = useRef<HTMLDivElement>(null);
   const stickToBottom = useRef(true);
 
-  const fetchNew = useCallback(
-    async (signal?: AbortSignal) => {
+  // The cached lines are the state the next request's cursor comes from: each fetch reads
+  // on from them, so a refetch adds only new lines.
+  const logsKey = queryKeys.logs(tenant.slug, jobId);
+  const polling = follow && !terminal;
+  const logsQuery = useQuery({
+    queryKey: logsKey,
+    queryFn: async ({ signal }) => {
+      let state = client.getQueryData<LogState>(logsKey) ?? EMPTY_LOGS;
       for (let i = 0; i < MAX_CATCH_UP_PAGES; i++) {
-        const page = await api.getJobLogs(jobId, logsRef.current.cursor, signal);
+        const page = await api.getJobLogs(jobId, state.cursor, signal);
         // Overlapping requests are harmless: lines at or before the cursor are ignored.
-        logsRef.current = applyLogPage(logsRef.current, page);
-        setLogs(logsRef.current);
+        state = applyLogPage(state, page);
         if (!hasMore(page)) break;
       }
-      setError('');
-      setLoaded(true);
+      return state;
     },
-    [api, jobId],
-  );
-
-  const polling = follow && !terminal;
-  usePolling(fetchNew, polling ? FOLLOW_MS : IDLE_MS, [fetchNew], {
-    onError: (e) => setError(e instanceof ApiError ? e.message : String(e)),
+    refetchInterval: polling ? FOLLOW_MS : false,
   });
-
-  const refresh = () => {
-    fetchNew().catch((e: unknown) => {
-      if (!isAbort(e)) setError(e instanceof ApiError ? e.message : String(e));
-    });
-  };
+  const logs = logsQuery.data ?? EMPTY_LOGS;
+  const loaded = logsQuery.data !== undefined;
+  const error = logsQuery.error ? asApiError(logsQuery.error).message : '';
+  const refresh = () => void logsQuery.refetch();
 
   useLayoutEffect(() => {
     const box = boxRef.current;

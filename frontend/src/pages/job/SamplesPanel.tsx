@@ -1,32 +1,25 @@
-import { useCallback, useState } from 'react';
-import { ApiError } from '../../api/errors';
-import type { Sample } from '../../api/types';
-import { usePolling } from '../../hooks/usePolling';
+import { useQuery } from '@tanstack/react-query';
+import { asApiError } from '../../query/client';
+import { queryKeys } from '../../query/keys';
 import { useSession } from '../../session';
 import { formatReward, groupSamplesByStep, rewardTone } from './samples';
 
 const REFRESH_MS = 10_000;
-const IDLE_MS = 3_600_000;
 
 /**
  * Sampled completions with their rewards (GET /samples), newest step first: the newest
  * step open, older ones collapsed. Only jobs trained in real mode report samples.
  */
 export function SamplesPanel({ jobId, terminal }: { jobId: string; terminal: boolean }) {
-  const { api } = useSession();
-  const [samples, setSamples] = useState<Sample[] | null>(null);
-  const [error, setError] = useState('');
-
-  const load = useCallback(
-    async (signal: AbortSignal) => {
-      setSamples(await api.listSamples(jobId, {}, signal));
-      setError('');
-    },
-    [api, jobId],
-  );
-  usePolling(load, terminal ? IDLE_MS : REFRESH_MS, [load], {
-    onError: (e) => setError(e instanceof ApiError ? e.message : String(e)),
+  const { api, tenant } = useSession();
+  // Polled while the job runs; a finished job's are loaded once.
+  const samplesQuery = useQuery({
+    queryKey: queryKeys.samples(tenant.slug, jobId),
+    queryFn: ({ signal }) => api.listSamples(jobId, {}, signal),
+    refetchInterval: terminal ? false : REFRESH_MS,
   });
+  const samples = samplesQuery.data ?? null;
+  const error = samplesQuery.error ? asApiError(samplesQuery.error).message : '';
 
   const groups = samples ? groupSamplesByStep(samples) : [];
 
