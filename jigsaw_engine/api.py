@@ -19,6 +19,7 @@ from jigsaw_engine.control.admission_policy import (
     TenantUsage,
     decide_admission,
 )
+from jigsaw_engine.control.admission_replay import AdmissionWait, ForecastJob, admission_wait
 from jigsaw_engine.envs.dataset_check import DatasetCheck, DatasetRow, check_dataset_text
 from jigsaw_engine.errors import FieldError, JigsawError, SpecError
 from jigsaw_engine.failpoints import failpoint
@@ -38,12 +39,14 @@ from jigsaw_engine.spec.presets import PRESETS, REAL_PRESETS, checkpoint_presets
 __all__ = [
     "AdmissionEffects",
     "AdmissionOutcome",
+    "AdmissionWait",
     "CheckpointNotExported",
     "CheckpointStepMissing",
     "DatasetCheck",
     "DatasetRow",
     "EngineConfig",
     "FieldError",
+    "ForecastJob",
     "HeldJob",
     "JigsawError",
     "QueuedJob",
@@ -51,6 +54,7 @@ __all__ = [
     "SpecError",
     "TenantLimits",
     "TenantUsage",
+    "admission_wait",
     "check_dataset_text",
     "checkpoint_model_files",
     "connect_ray_engine",

@@ -22,16 +22,19 @@ from jigsaw_engine.contracts import EngineEvent, EngineHost, EventKind, Pipeline
 
 __all__ = [
     "AdmissionEffects",
+    "AdmissionWait",
     "CheckpointNotExported",
     "CheckpointStepMissing",
     "EngineEvent",
     "EventKind",
+    "ForecastJob",
     "HeldJob",
     "PipelineState",
     "QueuedJob",
     "SpecProblem",
     "TenantLimits",
     "TenantUsage",
+    "admission_wait",
     "cancel_pipeline",
     "checkpoint_model_files",
     "cluster_capacity",
@@ -64,6 +67,10 @@ QueuedJob = engine_api.QueuedJob
 TenantLimits = engine_api.TenantLimits
 TenantUsage = engine_api.TenantUsage
 decide_admission = engine_api.decide_admission
+# An estimate's queue wait replays that same decision forward over forecasts.
+AdmissionWait = engine_api.AdmissionWait
+ForecastJob = engine_api.ForecastJob
+admission_wait = engine_api.admission_wait
 
 CheckpointNotExported = engine_api.CheckpointNotExported
 CheckpointStepMissing = engine_api.CheckpointStepMissing

@@ -158,15 +158,34 @@ def test_borrowed_gpus_come_back_for_a_job_within_its_guarantee(make_actor) -> N
     assert body["queue"]["wait_s"] == pytest.approx(forecast["step_s"], rel=1e-6)
 
 
-def test_jobs_queued_ahead_count(make_actor) -> None:
+def test_a_tenant_under_its_share_waits_less_than_the_busy_one(make_actor) -> None:
     me, other = make_actor("acme"), make_actor("globex")
-    _running(other.tenant, num_gpus=8, steps=20, done=5)
+    _, held = _running(other.tenant, num_gpus=8, steps=20, done=5)
+    held_left_s = held["total_s"] - 5 * held["step_s"]
     c_other = client_for(other.token)
     r = c_other.post("/api/v1/jobs", {"spec": make_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
     assert r.status_code == 201
-    alone = estimate(client_for(other.token), make_spec(resources={"num_gpus": 8})).json()
-    body = estimate(client_for(me.token), make_spec(resources={"num_gpus": 8})).json()
-    # Behind the held job, then behind the queued one (which needs the whole cluster too).
-    assert alone["queue"]["jobs_ahead"] == body["queue"]["jobs_ahead"] == 1
     queued_run_s = engine_gateway.forecast_job(make_spec())["total_s"]
-    assert body["queue"]["wait_s"] > queued_run_s
+    # One queued job of equal priority for both; globex's next job waits behind it (same
+    # share: submission order).
+    theirs = estimate(client_for(other.token), make_spec(resources={"num_gpus": 8})).json()
+    mine = estimate(client_for(me.token), make_spec(resources={"num_gpus": 8})).json()
+    assert theirs["queue"]["jobs_ahead"] == mine["queue"]["jobs_ahead"] == 1
+    assert theirs["queue"]["wait_s"] == pytest.approx(held_left_s + queued_run_s, rel=1e-6)
+    # acme holds nothing, so admission puts its job before globex's queued one: it starts as
+    # soon as the held job ends.
+    assert mine["queue"]["wait_s"] == pytest.approx(held_left_s, rel=1e-6)
+
+
+def test_a_job_no_pass_would_admit_says_why(make_actor) -> None:
+    actor = make_actor("acme")  # guarantee 4 + borrow limit 4 h100
+    Quota.objects.filter(tenant=actor.tenant).update(borrow_limit_gpus=0, max_gpus_per_job=8)
+    body = estimate(client_for(actor.token), make_spec(resources={"num_gpus": 6})).json()
+    assert body["queue"]["wait_s"] is None and body["blocked"] is True
+    assert body["blockers"] == [
+        {
+            "code": "quota",
+            "field": "spec.resources.num_gpus",
+            "message": "it would wait for ever: would hold 6 h100 GPUs; guarantee + borrow limit is 4",
+        }
+    ]

@@ -127,33 +127,20 @@ def admission_tick() -> AdmissionResult:
             .only(*QUEUED_FIELDS)
             .order_by("created_at", "id")
         )
-        holding = list(holding_jobs().values("tenant_id").annotate(g=Sum("num_gpus"), n=Count("pk")))
-        held = defaultdict(int, {r["tenant_id"]: r["g"] for r in holding})
-        running = defaultdict(int, {r["tenant_id"]: r["n"] for r in holding})
-        tenant_ids = sorted({j.tenant_id for j in waiting} | set(held))
         # No row locks: quota edits wait for this pass's advisory lock, and submits (which lock
         # their tenant's quota row to count queued jobs) must not wait for a whole pass.
-        quotas = {q.tenant_id: q for q in Quota.objects.filter(tenant_id__in=tenant_ids)}
-        spent = month_gpu_hours(tenant_ids=tenant_ids)
-        decayed = decayed_gpu_seconds(tenant_ids=tenant_ids)
+        state = tenant_state(queued_tenant_ids={j.tenant_id for j in waiting}, device_type=device_type)
         result = AdmissionResult()
 
-        for tid, quota in quotas.items():
-            if quota.budget_action == BudgetAction.PAUSE and spent.get(tid, 0.0) >= quota.monthly_gpu_hours:
+        for tid, quota in state.quotas.items():
+            if (
+                quota.budget_action == BudgetAction.PAUSE
+                and state.usage[tid].spent_gpu_hours >= quota.monthly_gpu_hours
+            ):
                 for job in holding_jobs().filter(tenant_id=tid, status=JobStatus.RUNNING):
                     if job_pause(job=job, reason="budget: this month's GPU-hours are spent", quiet=True):
                         result.budget_paused.append(str(job.pk))
 
-        tenants = {
-            tid: engine_gateway.TenantUsage(
-                limits=_limits(quotas.get(tid), device_type),
-                decayed_gpu_seconds=decayed.get(tid, 0.0),
-                held_gpus=held[tid],
-                running_jobs=running[tid],
-                spent_gpu_hours=spent.get(tid, 0.0),
-            )
-            for tid in tenant_ids
-        }
         queued = [
             engine_gateway.QueuedJob(
                 job_id=str(j.pk),
@@ -167,7 +154,7 @@ def admission_tick() -> AdmissionResult:
         decided = engine_gateway.decide_admission(
             capacity_gpus=capacity,
             device_type=device_type,
-            tenants=tenants,
+            tenants=state.usage,
             queued=queued,
             effects=_DatabaseEffects({str(j.pk): j for j in waiting}),
         )
@@ -175,6 +162,36 @@ def admission_tick() -> AdmissionResult:
         result.waiting = decided.waiting
         result.reclaiming = decided.reclaiming
         return result
+
+
+@dataclass
+class TenantState:
+    quotas: dict[int, Quota]
+    usage: dict[int, engine_gateway.TenantUsage]
+    """What the engine's decision reads of each tenant: limits, usage, what it holds now."""
+
+
+def tenant_state(*, queued_tenant_ids: set[int], device_type: str) -> TenantState:
+    """Each tenant with jobs queued (``queued_tenant_ids``) or holding capacity, as an admission
+    pass reads it; the estimate's queue wait reads the same."""
+    holding = list(holding_jobs().values("tenant_id").annotate(g=Sum("num_gpus"), n=Count("pk")))
+    held = defaultdict(int, {r["tenant_id"]: r["g"] for r in holding})
+    running = defaultdict(int, {r["tenant_id"]: r["n"] for r in holding})
+    tenant_ids = sorted(queued_tenant_ids | set(held))
+    quotas = {q.tenant_id: q for q in Quota.objects.filter(tenant_id__in=tenant_ids)}
+    spent = month_gpu_hours(tenant_ids=tenant_ids)
+    decayed = decayed_gpu_seconds(tenant_ids=tenant_ids)
+    usage = {
+        tid: engine_gateway.TenantUsage(
+            limits=_limits(quotas.get(tid), device_type),
+            decayed_gpu_seconds=decayed.get(tid, 0.0),
+            held_gpus=held[tid],
+            running_jobs=running[tid],
+            spent_gpu_hours=spent.get(tid, 0.0),
+        )
+        for tid in tenant_ids
+    }
+    return TenantState(quotas, usage)
 
 
 def _limits(quota: Quota | None, device_type: str) -> engine_gateway.TenantLimits | None:

@@ -10,6 +10,7 @@ refusal comes back as a reason instead of an error.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -19,20 +20,20 @@ from django.conf import settings
 from tenants.models import BudgetAction, Quota, Tenant
 from webapp import engine_gateway
 from webapp.datasets.services import resolve_dataset_refs
-from webapp.jobs.admission import holding_jobs
+from webapp.jobs.admission import holding_jobs, tenant_state
 from webapp.jobs.estimate.accuracy import tenant_record
 from webapp.jobs.models import Job, JobStatus
-from webapp.jobs.queue_wait import HeldJob, QueuedJob, TenantLimits, queue_wait_s
 from webapp.jobs.selectors import submit_cap_counts
+from webapp.jobs.services.lifecycle import RECLAIM_REASON
 from webapp.jobs.services.submit import _validated
+from webapp.jobs.usage import FAIR_SHARE_HALF_LIFE_S
 
 logger = logging.getLogger(__name__)
 
 QUEUE_WAIT_METHOD = (
-    "admission replayed forward: jobs holding GPUs end when their simulated forecast says, jobs "
-    "queued ahead (equal or higher priority) start in order as GPUs free up, and this job starts "
-    "once its GPUs are free and its tenant's running-job and GPU limits allow; borrowed GPUs "
-    "come back at a step's end when the job is within its tenant's guarantee"
+    "admission replayed forward: the service's own admission pass (priority, fair share, every "
+    "tenant's limits, reclaims of borrowed GPUs at a checkpoint) runs at now and whenever a job "
+    "holding GPUs would end by its simulated forecast, over every queued job and this one"
 )
 
 
@@ -56,16 +57,15 @@ def job_estimate(*, tenant: Tenant, spec: Mapping[str, Any]) -> dict[str, Any]:
     blockers, warnings = _limits_in_the_way(
         tenant=tenant, quota=quota, num_gpus=num_gpus, priority=priority, gpu_hours=gpu_hours
     )
-    wait_s, ahead, free = _queue_wait(
-        tenant=tenant, quota=quota, num_gpus=num_gpus, priority=priority, forecast=forecast
-    )
-    if wait_s is None and not blockers:
+    wait, ahead, free = _queue_wait(tenant=tenant, num_gpus=num_gpus, priority=priority)
+    if wait.wait_s is None and not blockers:
+        code, detail = wait.reason or ("capacity", "no admission pass would admit it")
         blockers.append(
             {
-                "code": "quota",
-                "field": "spec.resources.num_gpus",
-                "message": f"{num_gpus} GPUs is more than your tenant may hold at once "
-                "(guarantee + borrow limit): it would wait for ever",
+                # The API's two codes: a job ahead that never starts holds it back as a limit would.
+                "code": "budget" if code == "budget" else "quota",
+                "field": "spec.resources.num_gpus" if code in ("quota", "capacity") else "",
+                "message": f"it would wait for ever: {detail}",
             }
         )
     return {
@@ -89,7 +89,12 @@ def job_estimate(*, tenant: Tenant, spec: Mapping[str, Any]) -> dict[str, Any]:
             "gpu_hour_price": float(price),
             "price_source": price_source,
         },
-        "queue": {"wait_s": wait_s, "jobs_ahead": ahead, "gpus_free": free, "method": QUEUE_WAIT_METHOD},
+        "queue": {
+            "wait_s": wait.wait_s,
+            "jobs_ahead": ahead,
+            "gpus_free": free,
+            "method": QUEUE_WAIT_METHOD,
+        },
         "blocked": bool(blockers),
         "blockers": blockers,
         "warnings": warnings,
@@ -163,45 +168,66 @@ def _limits_in_the_way(
     return blockers, warnings
 
 
-def _queue_wait(
-    *, tenant: Tenant, quota: Quota | None, num_gpus: int, priority: float, forecast: Mapping[str, Any]
-) -> tuple[float | None, int, int]:
-    """(engine seconds until admission or None, jobs queued ahead, GPUs free now)."""
+def _queue_wait(*, tenant: Tenant, num_gpus: int, priority: float) -> tuple[engine_gateway.AdmissionWait, int, int]:
+    """(the engine's admission replayed forward for this job, queued jobs of equal or higher
+    priority, GPUs free now); engine seconds."""
     device_type, capacity = engine_gateway.cluster_capacity()
     fields = ("id", "tenant_id", "num_gpus", "spec", "start_step", "current_step", "borrowed", "priority")
-    held_jobs = list(holding_jobs().only(*fields))
-    ahead_jobs = list(
+    held_jobs = list(holding_jobs().only(*fields, "created_at", "admitted_at", "status", "status_reason"))
+    queued_jobs = list(
         Job.objects.filter(status=JobStatus.QUEUED, admitted_at__isnull=True)
-        .filter(priority__gte=priority)
         .only(*fields, "created_at")
-        .order_by("-priority", "created_at", "id")
+        .order_by("created_at", "id")
     )
     held = []
     for job in held_jobs:
         found = _forecast_of(job)
         done = max(0, job.current_step - job.start_step)
+        remaining_s = max(0.0, found["total_s"] - done * found["step_s"])
+        pausing = job.status == JobStatus.PAUSING
+        reclaimed = pausing and job.status_reason.startswith(RECLAIM_REASON)
+        if pausing and not reclaimed:
+            remaining_s = min(remaining_s, found["step_s"])  # it stops at its next checkpoint
         held.append(
-            HeldJob(
-                tenant_id=job.tenant_id,
-                num_gpus=job.num_gpus,
-                remaining_s=max(0.0, found["total_s"] - done * found["step_s"]),
-                borrowed=job.borrowed,
+            engine_gateway.ForecastJob(
+                job=_admission_job(job),
+                remaining_s=remaining_s,
                 step_s=found["step_s"],
+                admitted_s=job.admitted_at.timestamp() if job.admitted_at else 0.0,
+                borrowed=job.borrowed,
+                pausing=reclaimed,
             )
         )
-    ahead = [QueuedJob(j.tenant_id, j.num_gpus, _forecast_of(j)["total_s"]) for j in ahead_jobs]
-    limits = None
-    if quota is not None:
-        guaranteed = quota.guaranteed_for(device_type)
-        limits = TenantLimits(quota.max_running_jobs, guaranteed + quota.borrow_limit_gpus, guaranteed)
-    wait = queue_wait_s(
-        capacity=capacity,
+    queued = []
+    for job in queued_jobs:
+        found = _forecast_of(job)
+        queued.append(
+            engine_gateway.ForecastJob(job=_admission_job(job), remaining_s=found["total_s"], step_s=found["step_s"])
+        )
+    state = tenant_state(queued_tenant_ids={tenant.pk, *(j.tenant_id for j in queued_jobs)}, device_type=device_type)
+    wait = engine_gateway.admission_wait(
+        capacity_gpus=capacity,
+        device_type=device_type,
+        tenants=state.usage,
         held=held,
-        ahead=ahead,
-        job=QueuedJob(tenant.pk, num_gpus, float(forecast["total_s"])),
-        limits=limits,
+        queued=queued,
+        job=engine_gateway.QueuedJob(
+            job_id="estimate", tenant=tenant.pk, num_gpus=num_gpus, priority=priority, created_s=time.time()
+        ),
+        half_life_s=FAIR_SHARE_HALF_LIFE_S,
     )
-    return wait, len(ahead), capacity - sum(h.num_gpus for h in held)
+    ahead = sum(1 for j in queued_jobs if j.priority >= priority)
+    return wait, ahead, capacity - sum(j.num_gpus for j in held_jobs)
+
+
+def _admission_job(job: Job) -> engine_gateway.QueuedJob:
+    return engine_gateway.QueuedJob(
+        job_id=str(job.pk),
+        tenant=job.tenant_id,
+        num_gpus=job.num_gpus,
+        priority=job.priority,
+        created_s=job.created_at.timestamp(),
+    )
 
 
 def _forecast_of(job: Job) -> Mapping[str, Any]:
