@@ -26,7 +26,7 @@ from jigsaw_engine.contracts import EventKind, PipelineState
 from jigsaw_engine.control.event_log import EventLog
 from jigsaw_engine.control.roll_forward import OnDemand, chain_s, rollout_eta
 from jigsaw_engine.control.run_record import ClusterHistory, RunRecord, TimelineSpan
-from jigsaw_engine.control.step_metrics import reward_failure_log, step_metrics
+from jigsaw_engine.control.step_metrics import reward_failure_log, split_before_train, step_metrics
 from jigsaw_engine.control.verl_estimate import FinishedStep
 from jigsaw_engine.cost.cost_model import RooflineCostModel
 from jigsaw_engine.errors import DuplicatePipelineError, SpecError, UnknownPipelineError
@@ -459,7 +459,19 @@ class ClusterController:
         run.unbilled_device_s = 0.0
         real = self._step_reports(pipeline_id, step) if self._step_reports is not None else None
         if real is not None:  # the real job's own measurements win over the model's
-            metrics.update(real[0])
+            before_train, own = split_before_train(real[0])
+            metrics.update(own)
+            if before_train:  # validated before its first step: step 0, as verl logs it
+                self.events.append(
+                    pipeline_id,
+                    EventKind.METRICS,
+                    self.runtime.now_s,
+                    {
+                        "step": run.record.steps_done - 1,
+                        "total_steps": run.record.spec.total_steps,
+                        "metrics": before_train,
+                    },
+                )
         self.history.step(pipeline_id, run.record.spec, step, spans, plans, int(metrics["perf/total_num_tokens"]))
         self.events.append(
             pipeline_id,

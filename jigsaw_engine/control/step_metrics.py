@@ -62,6 +62,18 @@ def step_metrics(
     return metrics
 
 
+BEFORE_TRAIN_PREFIX = "before_train:"
+"""A real step's report carries metrics measured before the job's first step (verl's
+``val_before_train`` validation) under this prefix; the controller reports them as step 0."""
+
+
+def split_before_train(metrics: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """(the metrics of step 0, unprefixed; the step's own) of one real step's report."""
+    before = {k.removeprefix(BEFORE_TRAIN_PREFIX): v for k, v in metrics.items() if k.startswith(BEFORE_TRAIN_PREFIX)}
+    own = {k: v for k, v in metrics.items() if not k.startswith(BEFORE_TRAIN_PREFIX)}
+    return before, own
+
+
 REWARD_FAILURES = "critic/score/failed"
 """The real job's count of replies whose reward failed (``jigsaw_engine.rl.metrics``, above this layer)."""
 

@@ -36,6 +36,7 @@ from jigsaw_engine.train.critic import CriticConfig
 from jigsaw_engine.train.policy_trainer import ActorConfig
 from jigsaw_engine.train.rl_job import RLJob, RLJobConfig
 from jigsaw_engine.train.sft import WarmupConfig
+from jigsaw_engine.train.validation import ValidationPlan
 from jigsaw_engine.train.warm_start import warm_start_tiny_policy
 
 if TYPE_CHECKING:
@@ -255,7 +256,30 @@ def build_real_pipeline(
         trainer=group,
         critic=group.critic if group is not None else None,
     )
-    return RealPipeline(job, train_parts=train_parts, checkpoint_dir=options.checkpoint_dir, start_step=start_step)
+    return RealPipeline(
+        job,
+        train_parts=train_parts,
+        checkpoint_dir=options.checkpoint_dir,
+        start_step=start_step,
+        validation=validation_plan(spec),
+    )
+
+
+def validation_plan(spec: PipelineSpec) -> ValidationPlan | None:
+    """What and when a job validates (``data.val_files``, ``trainer.test_freq``,
+    ``rollout.val_kwargs``), graded by the job's reward; None without a validation set."""
+    if spec.val_files is None:
+        return None
+    from jigsaw_engine.envs.jsonl_dataset import JsonlEnv
+
+    return ValidationPlan(
+        env=JsonlEnv(spec.val_files, spec.grader, name="validation"),
+        n=spec.rollout.val_n,
+        temperature=spec.rollout.val_temperature,
+        test_freq=spec.test_freq,
+        before_train=spec.val_before_train,
+        total_steps=spec.total_steps,
+    )
 
 
 def rollout_engine_for(spec: PipelineSpec, options: RealJobOptions) -> RolloutEngineName:

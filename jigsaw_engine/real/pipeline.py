@@ -24,17 +24,30 @@ import os
 import socket
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jigsaw_engine.control.step_metrics import BEFORE_TRAIN_PREFIX
 from jigsaw_engine.graph.substage import SubStage, SubStageKind
 from jigsaw_engine.train.rl_job import RLJob, StepOrderError
+from jigsaw_engine.train.validation import (
+    TESTING_TIME,
+    ValidationPlan,
+    ValidationReply,
+    ValidationResult,
+    data_source_of,
+    validation_metrics,
+)
 
 logger = logging.getLogger(__name__)
 
 LIVE_SHARE_AFTER_BUCKET: dict[str, float] = {"dense": 0.5, "medium": 0.125, "tail": 0.0}
 """Share of a worker's episodes still unfinished when each decode bucket ends."""
+
+VALIDATIONS_KEPT = 4
+"""Validation passes whose graded replies a pipeline keeps (:attr:`RealPipeline.validations`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +64,19 @@ class RealPipeline:
     """Runs the nodes the controller starts, in the order its dependencies allow."""
 
     def __init__(
-        self, job: RLJob, *, train_parts: int, checkpoint_dir: Path | None = None, start_step: int | None = None
+        self,
+        job: RLJob,
+        *,
+        train_parts: int,
+        checkpoint_dir: Path | None = None,
+        start_step: int | None = None,
+        validation: ValidationPlan | None = None,
     ) -> None:
         """``start_step`` None resumes after the latest checkpoint (a job run step by step);
         a number resumes after exactly that step, 0 starts afresh: the controller, which
         counts the steps, decides (after an engine restart it resumes from what the control
-        plane recorded, which may lag the latest checkpoint)."""
+        plane recorded, which may lag the latest checkpoint). ``validation``: when to validate
+        and on what (``data.val_files``); a fresh job asked to validates here, before its first step."""
         if train_parts < 1:
             raise ValueError(f"train_parts: must be >= 1, got {train_parts}")
         if checkpoint_dir is not None:
@@ -74,6 +94,13 @@ class RealPipeline:
         self._train_parts = train_parts
         self._lock = threading.Lock()
         self.step_metrics: list[dict[str, float]] = []
+        self._validation = validation
+        self.validations: deque[ValidationResult] = deque(maxlen=VALIDATIONS_KEPT)
+        """The latest validation passes, with their graded replies."""
+        self._before_train: dict[str, float] | None = None
+        """The pass before the first step, until the first step's report carries it."""
+        if validation is not None and validation.before_train and job.step == 0:
+            self._before_train = self._validate().metrics
 
     def run_node(self, node: SubStage) -> NodeReport:
         started = time.perf_counter()
@@ -123,6 +150,7 @@ class RealPipeline:
         elif node.kind is SubStageKind.WEIGHT_SYNC:
             metrics = job.sync_weights(step=step)
             self._checkpoint()
+            metrics.update(self._validation_metrics())
             self.step_metrics.append(metrics)
             return metrics
         return None
@@ -131,8 +159,35 @@ class RealPipeline:
         """A whole step outside the controller (tests, resumable jobs run step by step)."""
         metrics = self.job.run_step()
         self._checkpoint()
+        metrics.update(self._validation_metrics())
         self.step_metrics.append(metrics)
         return metrics
+
+    def _validation_metrics(self) -> dict[str, float]:
+        """What the step just trained reports of validation: the pass before training (on the
+        first step's report, under :data:`BEFORE_TRAIN_PREFIX`) and this step's pass if due."""
+        metrics: dict[str, float] = {}
+        if self._before_train is not None:
+            metrics.update({BEFORE_TRAIN_PREFIX + name: value for name, value in self._before_train.items()})
+            self._before_train = None
+        if self._validation is not None and self._validation.due_after(self.job.step):
+            metrics.update(self._validate().metrics)
+        return metrics
+
+    def _validate(self) -> ValidationResult:
+        plan = self._validation
+        assert plan is not None
+        started = time.perf_counter()
+        episodes = self.job.generate_for_validation(plan.env, n=plan.n, temperature=plan.temperature)
+        metrics = validation_metrics(episodes, plan.n)
+        metrics[TESTING_TIME] = time.perf_counter() - started
+        replies = [
+            ValidationReply(data_source_of(e), *self.job.decode_reply(e), answer=e.task.answer, reward=e.reward)
+            for e in episodes
+        ]
+        result = ValidationResult(self.job.step, metrics, replies)
+        self.validations.append(result)
+        return result
 
     def _checkpoint(self) -> None:
         if self._checkpoint_dir is not None:

@@ -39,6 +39,11 @@ class RolloutSpec:
     max_response_length: int
     """Hard cap on generated tokens per sequence (all turns)."""
     temperature: float
+    val_n: int = 1
+    """Replies per validation prompt (verl's ``rollout.val_kwargs.n``): metrics are ``mean@<n>``."""
+    val_temperature: float = 0.0
+    """Validation sampling temperature (``val_kwargs.temperature``); 0 is greedy, as verl's
+    ``do_sample: false``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,14 @@ class PipelineSpec:
     """Checkpoint every this many steps (verl's ``trainer.save_freq``)."""
     start_step: int = 0
     """Steps already trained: a clone of a checkpoint starts after them."""
+    val_files: str | None = None
+    """A dataset the policy is validated on during a real run (verl's ``data.val_files``),
+    graded by :attr:`grader`; None: no validation. Simulated runs draw no validation curves."""
+    test_freq: int = -1
+    """Validate every this many steps and at the last (verl's ``trainer.test_freq``); -1: only
+    before training (:attr:`val_before_train`)."""
+    val_before_train: bool = True
+    """Validate once before the first step, reported as step 0 (verl's ``trainer.val_before_train``)."""
 
     @property
     def sequences_per_step(self) -> int:
@@ -126,6 +139,7 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
     data = r.section("data")
     train_batch_size = data.integer("train_batch_size", 64, minimum=1, maximum=65536)
     train_files = data.text("train_files", "", max_length=1000) or None
+    val_files = data.text("val_files", "", max_length=1000) or None
     # Which rewards are installed is the environments' to say: api.validate_spec checks the name.
     grader = data.text("grader", "numeric", max_length=200)
     data.finish()
@@ -138,6 +152,7 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
     start_step = trainer.integer("start_step", 0, minimum=0, maximum=1_000_000)
     if start_step >= total_steps:
         trainer.error("start_step", f"must be < total_steps ({total_steps}), got {start_step}")
+    test_freq, val_before_train = _read_validation_schedule(trainer, val_files)
     trainer.finish()
     mode = SyncMode(r.choice("mode", "sync", [m.value for m in SyncMode]))
     staleness = r.integer("staleness", 0 if mode is SyncMode.SYNC else 1, minimum=0, maximum=16)
@@ -166,7 +181,24 @@ def _read_pipeline(r: SpecReader) -> PipelineSpec | None:
         grader=grader,
         save_freq=save_freq,
         start_step=start_step,
+        val_files=val_files,
+        test_freq=test_freq,
+        val_before_train=val_before_train,
     )
+
+
+def _read_validation_schedule(trainer: SpecReader, val_files: str | None) -> tuple[int, bool]:
+    """verl's ``trainer.test_freq`` (-1: off) and ``trainer.val_before_train``; either asks
+    for a validation set, so without ``data.val_files`` it is refused rather than ignored."""
+    test_freq = trainer.integer("test_freq", -1, minimum=-1, maximum=1_000_000)
+    if test_freq == 0:
+        trainer.error("test_freq", "must be >= 1 (validate every this many steps) or -1 (off), got 0")
+    val_before_train = trainer.boolean("val_before_train", True)
+    if val_files is None:
+        for key in ("test_freq", "val_before_train"):
+            if key in trainer.data:
+                trainer.error(key, "has no validation set to run on; give data.val_files, or leave it out")
+    return test_freq, val_before_train
 
 
 def _read_model(r: SpecReader) -> ModelSpec | None:
@@ -203,8 +235,25 @@ def _read_rollout(r: SpecReader, algorithm: Algorithm) -> RolloutSpec:
         r.error("n", f"must be >= 2 for {algorithm.value} (it needs a group baseline), got 1")
     max_len = r.integer("max_response_length", 8192, minimum=1, maximum=262_144)
     temperature = r.number("temperature", 1.0, minimum=0.0, maximum=2.0)
+    val_n, val_temperature = _read_val_kwargs(r.section("val_kwargs"))
     r.finish()
-    return RolloutSpec(n=n, max_response_length=max_len, temperature=temperature)
+    return RolloutSpec(
+        n=n, max_response_length=max_len, temperature=temperature, val_n=val_n, val_temperature=val_temperature
+    )
+
+
+def _read_val_kwargs(r: SpecReader) -> tuple[int, float]:
+    """verl's ``rollout.val_kwargs``: ``n``, ``temperature`` and ``do_sample`` (false: greedy,
+    whatever the temperature). Greedy replies are all alike, so ``n`` > 1 needs sampling."""
+    n = r.integer("n", 1, minimum=1, maximum=64)
+    temperature = r.number("temperature", 0.0, minimum=0.0, maximum=2.0)
+    do_sample = r.boolean("do_sample", "temperature" in r.data and temperature > 0)
+    r.finish()
+    if do_sample and temperature == 0:
+        r.error("temperature", "must be > 0 when do_sample is true (0 is greedy); set it, e.g. 0.6")
+    if not do_sample and n > 1:
+        r.error("n", f"greedy validation (do_sample false) gives {n} identical replies; set do_sample: true")
+    return n, temperature if do_sample else 0.0
 
 
 def _read_resources(r: SpecReader) -> ResourceSpec:

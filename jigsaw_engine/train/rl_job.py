@@ -60,6 +60,9 @@ MODEL_FOLDER = "model"
 SAMPLES_PER_STEP = 4
 """Completions kept per step for people to read (the dashboard's samples)."""
 
+VALIDATION_SEED_OFFSET = 1_000_000_007
+"""Keeps validation's sampling seeds apart from the training steps' (a sampled pass, ``val_kwargs``)."""
+
 
 class StepOrderError(RuntimeError):
     """A phase asked of a step the job may not run now: a rollout further ahead of training
@@ -469,6 +472,32 @@ class RLJob:
             "turns": episode.num_turns,
             "reward_error": episode.reward_error,
         }
+
+    def generate_for_validation(self, env: Environment, *, n: int, temperature: float) -> list[EpisodeResult]:
+        """``n`` graded replies to every row of ``env`` from the policy trained so far, on the
+        first rollout engine (it takes the newest weights first); by (row, reply). Seeds depend
+        on the job's seed and ``self.step`` only, so a pass replays identically."""
+        tasks = list(env.dataset())
+        sampling = SamplingParams(
+            max_tokens=self.config.max_response_tokens,
+            temperature=temperature,
+            seed=self.config.seed * 7919 + self.step * 104_729 + VALIDATION_SEED_OFFSET,
+        )
+
+        def make(engine: RecordingEngine) -> EpisodeBatch:
+            return EpisodeBatch(
+                engine, env, self.tokenizer, tasks, n=n, sampling=sampling, request_prefix=f"val{self.step}-"
+            )
+
+        with self._workers.hold(0):
+            batch = self._workers.start(0, make, {})
+            batch.advance()
+        return batch.results()
+
+    def decode_reply(self, episode: EpisodeResult) -> tuple[str, str]:
+        """(prompt as the model read it, what the model wrote) of one episode."""
+        sample = self._sample_of(episode)
+        return str(sample["prompt"]), str(sample["completion"])
 
     def scored_episodes(self, *, step: int | None = None) -> list[EpisodeResult]:
         """The open step's episodes that will be trained on (after :meth:`score`)."""

@@ -359,3 +359,21 @@ def test_a_bad_parquet_upload_names_the_column_or_the_row(make_actor: Any, datas
         assert client.post("/api/v1/datasets", {"file": f}, format="multipart").status_code == 413
     assert not Dataset.objects.exists()
     assert not any(p.is_file() for p in datasets_dir.rglob("*"))
+
+
+def test_a_validation_set_takes_the_same_references_as_the_training_set(make_actor: Any, datasets_dir: Path) -> None:
+    """``data.val_files`` names an uploaded dataset as ``train_files`` does: the engine is handed
+    the stored path, the dataset cannot be deleted under the job, and an unknown one is named."""
+    actor = make_actor("acme")
+    client = client_for(actor)
+    assert upload(client, "held-out", GOOD).status_code == 201
+    r = submit(client, make_spec(data={"val_files": "dataset:nope"}, trainer={"test_freq": 2}))
+    assert r.status_code == 400
+    assert r.json()["error"]["details"][0]["field"] == "spec.data.val_files"
+    r = submit(client, make_spec(data={"val_files": "dataset:held-out"}, trainer={"test_freq": 2}))
+    assert r.status_code == 201, r.content
+    job = Job.objects.get(pk=r.json()["id"])
+    stored = str(dataset_path(Dataset.objects.get(tenant=actor.tenant, name="held-out")))
+    assert engine_spec(job)["data"]["val_files"] == stored
+    assert job.resolved_spec["trainer"]["test_freq"] == 2
+    assert client.delete("/api/v1/datasets/held-out").status_code == 409

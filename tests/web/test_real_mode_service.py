@@ -3,6 +3,7 @@ engine trains it for real, and the job page's data are the job's own (metrics, s
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from tenants.models import Quota
@@ -32,6 +34,17 @@ def real_engine(tmp_path: Path) -> Iterator[None]:
     engine_gateway.reset_engine_host()
 
 
+def _run_to_end(c: APIClient, spec: dict[str, Any], *, within_s: float) -> Job:
+    """Submit ``spec`` and wait (at most ``within_s``) until the job succeeds or fails."""
+    r = c.post("/api/v1/jobs", {"spec": spec}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    assert r.status_code == 201, r.content
+    job_id = r.json()["id"]
+    deadline = time.monotonic() + within_s
+    while Job.objects.get(pk=job_id).status not in ("succeeded", "failed") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return Job.objects.get(pk=job_id)
+
+
 def test_a_tiny_preset_trains_for_real_through_the_api(
     celery_worker_thread: Any, real_engine: None, make_actor: Any
 ) -> None:
@@ -48,13 +61,8 @@ def test_a_tiny_preset_trains_for_real_through_the_api(
     )
     assert too_big.status_code == 400 and too_big.json()["error"]["details"][0]["field"] == "spec.model"
 
-    r = c.post("/api/v1/jobs", {"spec": spec}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
-    assert r.status_code == 201, r.content
-    job_id = r.json()["id"]
-    deadline = time.monotonic() + 180
-    while Job.objects.get(pk=job_id).status not in ("succeeded", "failed") and time.monotonic() < deadline:
-        time.sleep(0.5)
-    job = Job.objects.get(pk=job_id)
+    job = _run_to_end(c, spec, within_s=180)
+    job_id = str(job.pk)
     assert job.status == "succeeded", job.status_reason
     series = c.get(f"/api/v1/jobs/{job_id}/metrics").json()["series"]
     assert [step for step, _ in series["critic/score/mean"]] == [1.0, 2.0]
@@ -96,13 +104,8 @@ def test_a_tenants_checkpoint_trains_by_path_through_the_api(
         (detail,) = outside.json()["error"]["details"]
         assert detail["field"] == "spec.model.path" and "ENGINE_MODEL_ROOTS" in detail["message"]
 
-        r = c.post("/api/v1/jobs", {"spec": spec}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
-        assert r.status_code == 201, r.content
-        job_id = r.json()["id"]
-        deadline = time.monotonic() + 240
-        while Job.objects.get(pk=job_id).status not in ("succeeded", "failed") and time.monotonic() < deadline:
-            time.sleep(0.5)
-        job = Job.objects.get(pk=job_id)
+        job = _run_to_end(c, spec, within_s=240)
+        job_id = str(job.pk)
         assert job.status == "succeeded", job.status_reason
         series = c.get(f"/api/v1/jobs/{job_id}/metrics").json()["series"]
         assert [step for step, _ in series["critic/score/mean"]] == [1.0, 2.0]
@@ -110,3 +113,38 @@ def test_a_tenants_checkpoint_trains_by_path_through_the_api(
         assert samples and all(s["prompt"].startswith("<|im_start|>user\n") for s in samples)
     finally:
         settings.ENGINE_MODEL_ROOTS = before
+
+
+def test_a_real_job_with_a_validation_set_reports_val_core_curves_through_the_api(
+    celery_worker_thread: Any, real_engine: None, make_actor: Any, tmp_path: Path
+) -> None:
+    """``data.val_files`` names an uploaded dataset and ``trainer.test_freq`` 1: the job's
+    metrics hold verl's ``val-core/<data_source>/reward/mean@1`` at step 0 (before training)
+    and after each step, rewards in [0, 1], beside the training curves."""
+    actor = make_actor("acme")
+    Quota.objects.filter(tenant=actor.tenant).update(guaranteed_gpus={"cpu": 2})
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Bearer {actor.token}")
+    rows = [
+        {"prompt": f"Compute {a}+{b}.", "answer": str(a + b), "data_source": "arith"}
+        for a in range(4)
+        for b in range(3)
+    ]
+    with override_settings(DATASETS_DIR=str(tmp_path / "datasets")):
+        content = "".join(json.dumps(r) + "\n" for r in rows)
+        assert c.post("/api/v1/datasets", {"name": "arith-val", "content": content}, format="json").status_code == 201
+        presets = {p["name"]: p["spec"] for p in c.get("/api/v1/presets").json()["results"]}
+        spec = {
+            **presets["math-grpo"],
+            "data": {"train_batch_size": 8, "val_files": "dataset:arith-val"},
+            "trainer": {"total_steps": 2, "test_freq": 1},
+        }
+        job = _run_to_end(c, spec, within_s=180)
+        job_id = str(job.pk)
+    assert job.status == "succeeded", job.status_reason
+    series = c.get(f"/api/v1/jobs/{job_id}/metrics").json()["series"]
+    curve = series["val-core/arith/reward/mean@1"]
+    assert [step for step, _ in curve] == [0.0, 1.0, 2.0]
+    assert all(0.0 <= value <= 1.0 for _, value in curve)
+    assert [step for step, _ in series["critic/score/mean"]] == [1.0, 2.0]
+    assert job.current_step == 2

@@ -1,5 +1,6 @@
 """Writes and checks for datasets: upload (every row checked by the engine), delete, dry-run a
-grader, and turn a job spec's ``data.train_files: "dataset:<name>"`` into the stored file's path.
+grader, and turn a job spec's ``data.train_files`` / ``data.val_files: "dataset:<name>"`` into
+the stored file's path.
 
 Files live at ``<DATASETS_DIR>/<tenant id>/<dataset id>.jsonl`` (``.parquet`` for a Parquet upload,
 the suffix by which the engine picks its reader): a dataset's name is only ever a database value,
@@ -19,6 +20,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from tenants.models import Tenant
 from webapp import engine_gateway
@@ -177,7 +179,8 @@ def dataset_delete(*, dataset: Dataset) -> None:
     """Remove the row and the file; refused while an unfinished job reads it."""
     path = dataset_path(dataset)
     active = (
-        Job.objects.filter(tenant_id=dataset.tenant_id, spec__data__train_files=str(path))
+        Job.objects.filter(tenant_id=dataset.tenant_id)
+        .filter(Q(spec__data__train_files=str(path)) | Q(spec__data__val_files=str(path)))
         .exclude(status__in=TERMINAL_STATUSES)
         .values_list("name", flat=True)[:3]
     )
@@ -256,18 +259,31 @@ def grader_dry_run(
     return results
 
 
+DATASET_FIELDS = ("train_files", "val_files")
+"""The spec's ``data`` fields that name a dataset: training rows and validation rows (verl's names)."""
+
+
 def resolve_dataset_refs(tenant: Tenant, spec: Mapping[str, Any], *, field_prefix: str = "spec") -> Mapping[str, Any]:
-    """``spec`` with ``data.train_files: "dataset:<name>"`` replaced by that dataset's stored path.
+    """``spec`` with ``data.train_files`` and ``data.val_files`` given as ``"dataset:<name>"``
+    replaced by that dataset's stored path.
 
     Only the tenant's own datasets can be named. Any other value (a file path) is refused,
     except the stored path of one of the tenant's datasets (a clone of a job that used one).
     The dataset's answers are checked against ``data.grader`` too, so a bad pairing fails here.
     """
     data = spec.get("data") if isinstance(spec, Mapping) else None
-    if not isinstance(data, Mapping) or not isinstance(data.get("train_files"), str) or not data["train_files"]:
-        return spec  # absent (the workload's own tasks), or not a string: the engine's validation says so
-    value: str = data["train_files"]
-    field = f"{field_prefix}.data.train_files"
+    if not isinstance(data, Mapping):
+        return spec
+    resolved = dict(data)
+    for key in DATASET_FIELDS:
+        if isinstance(data.get(key), str) and data[key]:
+            # Absent (the workload's own tasks), or not a string: the engine's validation says so.
+            resolved[key] = _resolved_ref(tenant, data, key, f"{field_prefix}.data.{key}")
+    return {**spec, "data": resolved} if resolved != data else spec
+
+
+def _resolved_ref(tenant: Tenant, data: Mapping[str, Any], key: str, field: str) -> str:
+    value: str = data[key]
     if value.startswith(DATASET_REF_PREFIX):
         name = value[len(DATASET_REF_PREFIX) :]
         dataset = dataset_get_for_tenant(tenant=tenant, name=name)
@@ -280,7 +296,7 @@ def resolve_dataset_refs(tenant: Tenant, spec: Mapping[str, Any], *, field_prefi
         dataset = _own_stored(tenant, value)
         if dataset is None:
             raise SpecInvalid(
-                "data.train_files must name one of your datasets",
+                f"data.{key} must name one of your datasets",
                 [
                     {
                         "field": field,
@@ -302,7 +318,7 @@ def resolve_dataset_refs(tenant: Tenant, spec: Mapping[str, Any], *, field_prefi
                     for d in _problem_details(found.problems, found.problem_count)
                 ],
             )
-    return {**spec, "data": {**data, "train_files": str(dataset_path(dataset))}}
+    return str(dataset_path(dataset))
 
 
 def _own_stored(tenant: Tenant, value: str) -> Dataset | None:
