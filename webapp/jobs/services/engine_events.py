@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from webapp import engine_gateway
+from webapp.jobs import metric_series
 from webapp.jobs.journal import JobJournal
 from webapp.jobs.models import EngineCursor, EventKind, Job, JobCheckpoint, JobMetrics, JobStatus, UsageRecord
 from webapp.jobs.services.lifecycle import RECLAIM_REASON, transition_locked
@@ -44,6 +45,8 @@ class _EngineBatch:
     bills: list[UsageRecord] = field(default_factory=list)
     metrics: list[JobMetrics] = field(default_factory=list)
     checkpoints: dict[tuple[str, int], JobCheckpoint] = field(default_factory=dict)
+    steps_before: dict[str, int] = field(default_factory=dict)
+    """Each job's ``current_step`` when locked: the ranges it moves past are sealed on save."""
 
     @classmethod
     def load(cls, engine_id: str, events: list[engine_gateway.EngineEvent]) -> _EngineBatch:
@@ -52,9 +55,11 @@ class _EngineBatch:
         locked = Job.objects.select_for_update().filter(pk__in=job_ids).defer("spec").order_by("pk")
         steps = {int(e.data["step"]) for e in events if e.kind is engine_gateway.EventKind.METRICS}
         stored = JobMetrics.objects.filter(job_id__in=job_ids, step__in=steps) if steps else JobMetrics.objects.none()
+        jobs = {str(job.pk): job for job in locked}
         return cls(
             engine_id=engine_id,
-            jobs={str(job.pk): job for job in locked},
+            jobs=jobs,
+            steps_before={job_id: job.current_step for job_id, job in jobs.items()},
             stored_steps={(str(job_id), step) for job_id, step in stored.values_list("job_id", "step")},
         )
 
@@ -83,8 +88,18 @@ class _EngineBatch:
             row.job.gpu_seconds += row.gpu_seconds
             self.journal.touch(row.job, "gpu_seconds")
         JobMetrics.objects.bulk_create(self.metrics)
+        self.seal_passed_ranges()
         JobCheckpoint.objects.bulk_create(self.checkpoints.values(), ignore_conflicts=True)
         self.journal.flush()
+
+    def seal_passed_ranges(self) -> None:
+        """Columnar chunks of the step ranges a job moved past in this batch, so the metric
+        history reads fast from the first fetch (once per ``CHUNK_STEPS`` steps of a job)."""
+        for job_id in {str(m.job_id) for m in self.metrics}:
+            first = self.steps_before[job_id] // metric_series.CHUNK_STEPS
+            last = self.jobs[job_id].current_step // metric_series.CHUNK_STEPS
+            if last > first:
+                metric_series.seal_chunks(job_id, range(first, last))
 
 
 def _apply_engine_event(batch: _EngineBatch, event: engine_gateway.EngineEvent) -> None:
