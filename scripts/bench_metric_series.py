@@ -48,6 +48,7 @@ from tenants.services import api_token_create, membership_add, tenant_create  # 
 from tests.e2e.charts import stored_run  # noqa: E402
 from tests.e2e.test_chart_benchmark import metric_names, value_fn  # noqa: E402
 from webapp import engine_gateway  # noqa: E402
+from webapp.gc_tuning import freeze_startup_heap  # noqa: E402
 from webapp.jobs import selectors  # noqa: E402
 from webapp.jobs.models import EngineCursor, Job, JobMetrics, JobMetricsChunk, JobStatus  # noqa: E402
 from webapp.jobs.services import engine_events  # noqa: E402
@@ -85,9 +86,7 @@ def ingest_per_step_ms(job: Job, steps: range, names: list[str], seq: int, engin
         )
         times.append(
             timed(
-                lambda e=event: engine_events.engine_events_ingest(
-                    engine_id="bench-metrics", events=[e], next_cursor=e.seq
-                )
+                lambda e=event: engine_events.engine_events_ingest(engine_id=engine_id, events=[e], next_cursor=e.seq)
             )
         )
     return statistics.mean(times), max(times)
@@ -116,6 +115,7 @@ def main() -> None:
         )
         print(f"stored {len(names)} metrics x {args.steps} steps in {time.perf_counter() - started:.1f} s")
         url = f"/api/v1/jobs/{job.pk}/metrics?max_points=500"
+        freeze_startup_heap()  # as the server does at start (webapp/asgi.py): no full GC passes over Django
 
         def fetch() -> None:
             response = client.get(url)
