@@ -2,13 +2,9 @@
 
     .venv/bin/python scripts/mix_bounds.py [--seeds 0,1,2] [--steps 20]
 
-Two things no schedule of a mix can beat:
-
-- the practical lower bound (``cost.lower_bound``: the mix's work spread perfectly over the
-  cluster, or a pipeline's critical path, whichever is longer);
-- the mix's longest pipeline run alone on the whole cluster: a synchronous pipeline cannot
-  finish sooner when it shares the cluster than when it has all of it. Each pipeline is
-  simulated alone, asking for every device, under ``jigsaw`` and ``verl``; the faster counts.
+Two things no schedule of a mix is expected to beat, the practical lower bound and the
+mix's longest pipeline alone on the whole cluster (:mod:`jigsaw_engine.bench.ceiling`, where
+``jigsaw bench`` takes its "share of ceiling" from too).
 
 Throughput is the mix's tokens over its makespan, so ``verl``'s makespan over the larger of the
 two is the most ``jigsaw / verl`` can reach. The script prints, per mix, both makespans, both
@@ -19,10 +15,10 @@ averages over M0-M4 (M0 on 8xH100), as ``jigsaw bench`` averages them.
 from __future__ import annotations
 
 import argparse
-import copy
 import statistics
 from typing import Any
 
+from jigsaw_engine.bench.ceiling import longest_alone_s
 from jigsaw_engine.bench.mixes import mix_document
 from jigsaw_engine.bench.simulate import simulate_workload
 from jigsaw_engine.bench.suite import SUITE_MIXES
@@ -31,24 +27,6 @@ from jigsaw_engine.spec.workload_file import parse_workload
 AVERAGED = ("M0", "M1", "M2", "M3", "M4")
 MIXES = [m for m in SUITE_MIXES if m[0] in (*AVERAGED, "M0-64xa100")]
 """The synchronous mixes of ``jigsaw bench`` (the bound on a lone pipeline assumes it is sync)."""
-
-
-def longest_alone_s(doc: dict[str, Any], *, steps: int, seed: int) -> tuple[float, str]:
-    """The longest of the mix's pipelines, each alone on every device of the cluster."""
-    devices = doc["cluster"]["num_nodes"] * doc["cluster"]["devices_per_node"]
-    times = []
-    for pipeline in doc["pipelines"]:
-        alone = copy.deepcopy(pipeline)
-        alone["resources"]["num_gpus"] = devices
-        report = simulate_workload(
-            parse_workload({"cluster": doc["cluster"], "pipelines": [alone]}),
-            ["jigsaw", "verl"],
-            steps=steps,
-            seed=seed,
-            timing=False,
-        )
-        times.append((min(r["makespan_s"] for r in report["policies"].values()), pipeline["name"]))
-    return max(times)
 
 
 def mix_row(mix: str, variant: str | None, *, steps: int, seed: int) -> dict[str, Any]:

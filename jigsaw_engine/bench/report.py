@@ -82,6 +82,8 @@ def summary_markdown(result: dict[str, Any], plots: list[str]) -> str:
                 f"| {label} | {_fmt(j['latency_ratio_mean'])} | {_fmt(j['latency_ratio_max'])} "
                 f"| {_fmt(j['decision_p99_ms'], '{:.2f}')} |"
             )
+    lines += _ceiling_section(result)
+    lines += _steady_section(result, shown)
     ablations = [a for a in ABLATIONS if a in cfg["policies"]]
     if ablations:
         lines += ["", "## Ablations (throughput / jigsaw)", ""]
@@ -109,6 +111,66 @@ def summary_markdown(result: dict[str, Any], plots: list[str]) -> str:
     lines += ["", "## Plots", ""]
     lines += [f"![{p}]({p})" for p in plots] or ["(skipped: matplotlib is not installed)"]
     return "\n".join(lines) + "\n"
+
+
+def _best_baseline(figures: dict[str, dict[str, Any]]) -> str | None:
+    """The baseline with the highest median throughput, as in "jigsaw / best baseline"."""
+    present = [b for b in BASELINES if b in figures]
+    return max(present, key=lambda b: figures[b]["throughput_tokens_per_s"], default=None)
+
+
+def _ceiling_section(result: dict[str, Any]) -> list[str]:
+    """Share of each synchronous mix's ceiling (:mod:`~jigsaw_engine.bench.ceiling`) that
+    jigsaw and the best baseline reach."""
+    rows = {label: cell for label, cell in result["mixes"].items() if cell.get("ceiling_s") is not None}
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## Share of ceiling",
+        "",
+        "Ceiling: max(practical lower bound, longest pipeline alone on the whole cluster), synchronous "
+        "mixes only; share: ceiling / makespan (median over seeds of the per-seed share). The lone "
+        "pipeline is measured (the faster of jigsaw and verl), not proven, so a share above 1 is possible.",
+        "",
+        "| mix | ceiling s | jigsaw | best baseline | its share |",
+        "|---|---|---|---|---|",
+    ]
+    for label, cell in rows.items():
+        f = cell["policies"]
+        best = _best_baseline(f)
+        jigsaw = f.get("jigsaw", {}).get("share_of_ceiling")
+        other = f[best]["share_of_ceiling"] if best else None
+        lines.append(
+            f"| {label} | {cell['ceiling_s']:,.0f} | {_fmt(jigsaw, '{:.1%}')} | {best or 'n/a'} "
+            f"| {_fmt(other, '{:.1%}')} |"
+        )
+    return lines
+
+
+def _steady_section(result: dict[str, Any], shown: list[str]) -> list[str]:
+    """Each policy's throughput in the steady window beside its makespan throughput."""
+    lines = [
+        "",
+        "## Steady window (every pipeline still running)",
+        "",
+        "Trained tokens/s from the moment every pipeline is admitted until the first one ends, beside "
+        "the makespan's tokens/s (which adds the ramp-up and the tail); n/a where pipelines ran one "
+        "after another.",
+        "",
+        "| mix | policy | makespan tokens/s | steady tokens/s | steady / makespan | window s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, cell in result["mixes"].items():
+        for policy in shown:
+            f = cell["policies"][policy]
+            makespan, steady = f["throughput_tokens_per_s"], f.get("steady_throughput_tokens_per_s")
+            gain = None if steady is None else steady / makespan
+            lines.append(
+                f"| {label} | {policy} | {_fmt(makespan, '{:,.0f}')} | {_fmt(steady, '{:,.0f}')} "
+                f"| {_fmt(gain)} | {_fmt(f.get('steady_window_s'), '{:,.0f}')} |"
+            )
+    return lines
 
 
 def _greedy_by_seed(result: dict[str, Any]) -> list[str]:

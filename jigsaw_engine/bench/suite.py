@@ -7,6 +7,11 @@ seed by seed (the look-ahead must never lose to its absence). Random mixes (``--
 :func:`~jigsaw_engine.bench.mixes.random_mix_document`) and long-response mixes (``--long N``,
 :func:`~jigsaw_engine.bench.mixes.long_mix_document`) are scored by whether ``jigsaw`` reaches
 the best baseline and by ``jigsaw`` over ``greedy``.
+
+Each policy also keeps its throughput in the steady window while every pipeline runs
+(:mod:`~jigsaw_engine.bench.steady_window`; None where pipelines run one after another) and, on
+synchronous mixes, its share of the mix's ceiling (:mod:`~jigsaw_engine.bench.ceiling`: the
+ceiling over its makespan, seed by seed).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from jigsaw_engine.bench.mixes import build_long_mix, build_mix, build_random_mix, mix_document
+from jigsaw_engine.bench.ceiling import ceiling_s, is_sync_mix
+from jigsaw_engine.bench.mixes import build_long_mix, build_random_mix, mix_document
 from jigsaw_engine.bench.simulate import POLICIES, PolicyRun, prepare, run_policy, simulate_workload
 from jigsaw_engine.spec.workload_file import WorkloadFile, parse_workload
 
@@ -63,16 +69,21 @@ class SuiteConfig:
     """Also time jigsaw's decisions at 1024 GPUs x 64 pipelines (:func:`run_scale`)."""
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
+def _median(values: list[float | None]) -> float | None:
+    """Median of the seeds that have a value (a seed without a steady window has none)."""
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
-def _cell_figures(report: dict[str, Any]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
+def _cell_figures(report: dict[str, Any], ceiling: float | None) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for name, r in report["policies"].items():
         ratios = [p["latency_ratio_vs_alone"] for p in r["pipelines"].values()]
         out[name] = {
             "throughput_tokens_per_s": r["throughput_tokens_per_s"],
+            "steady_throughput_tokens_per_s": r.get("steady_throughput_tokens_per_s"),
+            "steady_window_s": r.get("steady_window_s"),
+            "share_of_ceiling": None if ceiling is None else ceiling / r["makespan_s"],
             "lower_bound_ratio": r["lower_bound_ratio"],
             "latency_ratio_mean": statistics.fmean(ratios),
             "latency_ratio_max": max(ratios),
@@ -95,8 +106,10 @@ def run_suite(
     mixes: dict[str, Any] = {}
     for label in config.mixes:
         mix, variant = variants[label]
-        workload = build_mix(mix, variant=variant)
-        per_seed: list[dict[str, dict[str, float]]] = []
+        doc = mix_document(mix, variant=variant)
+        workload = parse_workload(doc)
+        per_seed: list[dict[str, dict[str, Any]]] = []
+        ceilings: list[float | None] = []
         for seed in config.seeds:
             progress(f"{label} seed {seed}")
             capture = on_timeline is not None and label == TIMELINE_MIX and seed == config.seeds[0]
@@ -108,13 +121,18 @@ def run_suite(
                 seed=seed,
                 on_run=runs.__setitem__ if capture else _drop,
             )
-            per_seed.append(_cell_figures(report))
+            if is_sync_mix(doc):
+                practical_s = report["lower_bound"]["practical_s"]
+                ceilings.append(ceiling_s(doc, practical_s, steps=config.steps, seed=seed))
+            else:
+                ceilings.append(None)
+            per_seed.append(_cell_figures(report, ceilings[-1]))
             if capture and on_timeline is not None:
                 for policy in ("verl", "jigsaw"):
                     chosen = report["policies"].get(policy, {}).get("chosen", policy)
                     if chosen in runs:
                         on_timeline(policy, runs[chosen])
-        mixes[label] = _medians(per_seed, workload)
+        mixes[label] = {**_medians(per_seed, workload), "ceiling_s": _median(ceilings)}
         if "jigsaw" in per_seed[0] and "greedy" in per_seed[0]:
             mixes[label]["jigsaw/greedy by seed"] = [_over(cell, "jigsaw", "greedy") for cell in per_seed]
     result: dict[str, Any] = {
@@ -138,11 +156,11 @@ def _drop(name: str, run: PolicyRun) -> None:
     return None
 
 
-def _over(cell: dict[str, dict[str, float]], num: str, den: str) -> float:
-    return cell[num]["throughput_tokens_per_s"] / cell[den]["throughput_tokens_per_s"]
+def _over(cell: dict[str, dict[str, Any]], num: str, den: str) -> float:
+    return float(cell[num]["throughput_tokens_per_s"] / cell[den]["throughput_tokens_per_s"])
 
 
-def _medians(per_seed: list[dict[str, dict[str, float]]], workload: WorkloadFile) -> dict[str, Any]:
+def _medians(per_seed: list[dict[str, dict[str, Any]]], workload: WorkloadFile) -> dict[str, Any]:
     policies = per_seed[0].keys()
     figures = {p: {k: _median([cell[p][k] for cell in per_seed]) for k in per_seed[0][p]} for p in policies}
     cluster = workload.cluster
