@@ -150,6 +150,8 @@ def _ceiling_section(result: dict[str, Any]) -> list[str]:
 
 def _steady_section(result: dict[str, Any], shown: list[str]) -> list[str]:
     """Each policy's throughput in the steady window beside its makespan throughput."""
+    if not shown:
+        return []
     lines = [
         "",
         "## Steady window (every pipeline still running)",
