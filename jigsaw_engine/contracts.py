@@ -40,7 +40,8 @@ class EventKind(StrEnum):
     """``data``: ``level``, ``message``."""
     SAMPLES = "samples"
     """Real pipelines only. ``data``: ``step``, ``samples`` (each ``prompt``, ``completion``,
-    ``answer``, ``reward``, ``turns``): a few of the step's completions, for people to read."""
+    ``answer``, ``reward``, ``turns``, ``response_tokens``, ``reward_error``): a few of the step's
+    completions, for people to read."""
 
 
 @dataclass(frozen=True, slots=True)

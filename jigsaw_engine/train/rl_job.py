@@ -470,6 +470,7 @@ class RLJob:
             "answer": episode.task.answer,
             "reward": float(episode.reward),
             "turns": episode.num_turns,
+            "response_tokens": episode.response_tokens,
             "reward_error": episode.reward_error,
         }
 

@@ -20,18 +20,20 @@ from webapp.jobs.models import Job
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-def _sample(prompt: str, completion: str, reward: float) -> dict[str, Any]:
-    return {"prompt": prompt, "completion": completion, "answer": "5", "reward": reward, "turns": 1}
+def _sample(prompt: str, completion: str, reward: float, tokens: int | None = None) -> dict[str, Any]:
+    sample = {"prompt": prompt, "completion": completion, "answer": "5", "reward": reward, "turns": 1}
+    return sample if tokens is None else {**sample, "response_tokens": tokens}
 
 
-# Step 1: the model mostly wrong; step 3: mostly right, on partly the same prompts.
+# Step 1 (stored before samples counted tokens): the model wrong; step 3: mostly right, on
+# partly the same prompts.
 STEPS = {
     1: [_sample("Compute 1+4.", "I think it is 7", 0.0), _sample("Compute 2+3.", "#### 6", 0.0)],
-    2: [_sample("Compute 9-4.", "#### 5", 1.0)],
+    2: [_sample("Compute 9-4.", "#### 5", 1.0, tokens=4)],
     3: [
-        _sample("Compute 1+4.", "#### 5", 1.0),
-        _sample("Compute 0+5.", "#### 5", 1.0),
-        _sample("Compute 3+2.", "so the answer is 4", 0.0),
+        _sample("Compute 1+4.", "#### 5", 1.0, tokens=4),
+        _sample("Compute 0+5.", "#### 5", 1.0, tokens=4),
+        _sample("Compute 3+2.", "so the answer is 4", 0.0, tokens=9),
     ],
 }
 
@@ -61,7 +63,9 @@ def test_a_steps_histograms_and_samples_follow_the_slider(browser, live_server_u
     assert page.get_by_test_id("sample-step").inner_text() == "Step 3"
     assert "Reward at step 3, of the 3 stored samples" in rewards.inner_text()
     assert _bins(page, "reward-histogram") == {"0": 1, "1": 2}
-    assert sum(_bins(page, "length-histogram").values()) == 3
+    lengths = page.get_by_test_id("length-histogram")
+    assert _bins(page, "length-histogram") == {"4": 2, "9": 1}
+    assert "response length (tokens)" in lengths.inner_text()
     assert page.get_by_test_id("sample").count() == 3
     page.get_by_test_id("samples-panel").screenshot(path=str(ARTIFACTS / "job-samples.png"))
     assert blocking_violations(page, "job samples") == []
@@ -73,6 +77,8 @@ def test_a_steps_histograms_and_samples_follow_the_slider(browser, live_server_u
     page.get_by_test_id("sample-step").filter(has_text="Step 1").wait_for()
     assert slider.get_attribute("aria-valuetext") == "Step 1"
     assert _bins(page, "reward-histogram") == {"0": 2}
+    assert _bins(page, "length-histogram") == {"6": 1, "15": 1}  # no token counts: characters
+    assert "response length (characters)" in lengths.inner_text()
     assert page.get_by_test_id("sample").count() == 2
     assert "I think it is 7" in page.get_by_test_id("sample-group").inner_text()
 

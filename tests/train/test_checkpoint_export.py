@@ -51,6 +51,8 @@ def test_the_checkpoint_loads_with_transformers_alone_and_holds_the_trained_weig
     )
     assert prompt == "<|user|>Compute 3 + 4.<|assistant|>"
     assert pipeline.job.recent_samples[0]["prompt"].startswith("<|user|>")
+    # The samples count the tokens the model wrote, as the batch's response_length/ metrics do.
+    assert all(s["response_tokens"] >= 1 for s in pipeline.job.recent_samples)
 
 
 def test_the_model_files_are_listed_and_a_missing_step_names_the_steps_there_are(trained) -> None:

@@ -81,6 +81,19 @@ def test_a_samples_reward_error_is_shown_and_older_samples_read_as_scored(make_a
     ]
 
 
+def test_a_samples_response_tokens_are_given_and_older_samples_read_null(make_actor: Any) -> None:
+    c = _client(make_actor("acme").token)
+    job_id = c.post(
+        "/api/v1/jobs", {"spec": make_spec()}, format="json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4())
+    ).json()["id"]
+    older = {"prompt": "Compute 1+2.", "completion": "#### 3", "answer": "3", "reward": 1.0, "turns": 1}
+    JobEvent.objects.create(job_id=job_id, seq=10_001, kind=EventKind.SAMPLES, data={"step": 1, "samples": [older]})
+    newer = {**older, "response_tokens": 7}
+    JobEvent.objects.create(job_id=job_id, seq=10_002, kind=EventKind.SAMPLES, data={"step": 2, "samples": [newer]})
+    results = c.get(f"/api/v1/jobs/{job_id}/samples").json()["results"]
+    assert [(s["step"], s["response_tokens"]) for s in results] == [(2, 7), (1, None)]
+
+
 def test_a_dry_run_scores_with_an_installed_reward_and_says_why_one_failed(
     make_actor: Any, operator_rewards: Path
 ) -> None:

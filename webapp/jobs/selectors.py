@@ -160,14 +160,16 @@ def downsample(points: list[list[float]], max_points: int) -> list[list[float]]:
 
 def job_samples(*, job: Job, step: int | None = None, limit_steps: int = 20) -> list[dict[str, Any]]:
     """Sampled completions with their rewards, newest step first (real pipelines report them);
-    ``reward_error`` says why a reward failed on one (empty: it scored, and in older samples)."""
+    ``reward_error`` says why a reward failed on one (empty: it scored, and in older samples);
+    ``response_tokens`` is null in samples stored before it was recorded."""
     events = JobEvent.objects.filter(job=job, kind=EventKind.SAMPLES).order_by("-seq")
     if step is not None:
         events = events.filter(data__step=step)
     out: list[dict[str, Any]] = []
     for event in events[:limit_steps]:
         out.extend(
-            {"step": int(event.data["step"]), "reward_error": "", **sample} for sample in event.data.get("samples", [])
+            {"step": int(event.data["step"]), "reward_error": "", "response_tokens": None, **sample}
+            for sample in event.data.get("samples", [])
         )
     return out
 

@@ -1325,6 +1325,8 @@ export interface components {
             /** Format: double */
             reward: number;
             turns: number;
+            /** @description Tokens the model wrote over all turns (what the batch's response_length/ metrics count); null in samples stored before it was recorded. */
+            response_tokens?: number | null;
             /**
              * @description Why the job's reward could not score this reply (it raised, ran past its time limit, returned no number); the reply then scored 0. Empty: it scored.
              * @default

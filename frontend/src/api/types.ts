@@ -160,6 +160,8 @@ export interface Sample {
   answer: string;
   reward: number;
   turns: number;
+  /** Tokens the model wrote over all turns; null in samples stored before it was recorded. */
+  response_tokens?: number | null;
   /** Why the job's reward could not score this reply (it scored 0); empty when it scored. */
   reward_error?: string;
 }

@@ -88,6 +88,12 @@ class SampleOutput(serializers.Serializer):
     answer = serializers.CharField()
     reward = serializers.FloatField()
     turns = serializers.IntegerField()
+    response_tokens = serializers.IntegerField(
+        allow_null=True,
+        default=None,
+        help_text="Tokens the model wrote over all turns (what the batch's response_length/ metrics count); "
+        "null in samples stored before it was recorded.",
+    )
     reward_error = serializers.CharField(
         default="",
         help_text="Why the job's reward could not score this reply (it raised, ran past its time limit, "

@@ -6,14 +6,14 @@ import { queryKeys } from '../../query/keys';
 import { useSession } from '../../session';
 import { HistogramChart } from './HistogramChart';
 import { histogram } from './histogram';
-import { formatReward, groupSamplesByStep, rewardTone } from './samples';
+import { formatReward, groupSamplesByStep, responseLengths, rewardTone } from './samples';
 import { chooseStepAt, pairByPrompt, resolveStep, stepsWithSamples } from './sampleSteps';
 
 const REFRESH_MS = 10_000;
 
 /**
  * Sampled completions with their rewards (GET /samples), one step at a time with a slider:
- * the step's reward and completion-length distributions, its samples, and optionally the
+ * the step's reward and response-length distributions, its samples, and optionally the
  * same prompts' completions at another step beside them. Only real-mode jobs report samples.
  */
 export function SamplesPanel({ jobId, terminal }: { jobId: string; terminal: boolean }) {
@@ -76,6 +76,7 @@ function StepBrowser({ samples, steps }: { samples: Sample[]; steps: number[] })
   const other = otherStep !== null && otherStep !== step ? groups.find((g) => g.step === otherStep) : undefined;
   const n = group.samples.length;
   const ofStored = `of the ${n} stored sample${n === 1 ? '' : 's'}`;
+  const lengths = responseLengths(group.samples);
 
   return (
     <div className="sample-browser">
@@ -125,9 +126,9 @@ function StepBrowser({ samples, steps }: { samples: Sample[]; steps: number[] })
           testId="reward-histogram"
         />
         <HistogramChart
-          title={`Completion length at step ${step}, ${ofStored}`}
-          xLabel="completion length (characters)"
-          histogram={histogram(group.samples.map((s) => s.completion.length), 8)}
+          title={`Response length at step ${step}, ${ofStored}`}
+          xLabel={`response length (${lengths.unit})`}
+          histogram={histogram(lengths.values, 8)}
           testId="length-histogram"
         />
         <p className="muted sample-distributions-note">
@@ -208,6 +209,11 @@ function SampleHead({ sample: s }: { sample: Sample }) {
       <span className="muted">
         {s.turns} turn{s.turns === 1 ? '' : 's'}
       </span>
+      {typeof s.response_tokens === 'number' && (
+        <span className="muted" data-testid="sample-tokens">
+          {s.response_tokens} token{s.response_tokens === 1 ? '' : 's'}
+        </span>
+      )}
       {s.answer && (
         <span className="sample-answer">
           expected answer <code>{s.answer}</code>

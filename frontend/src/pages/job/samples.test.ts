@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Sample } from '../../api/types';
-import { formatReward, groupSamplesByStep, rewardTone } from './samples';
+import { formatReward, groupSamplesByStep, responseLengths, rewardTone } from './samples';
 
 const sample = (step: number, reward: number, prompt = `p${step}`): Sample => ({
   step,
@@ -46,5 +46,17 @@ describe('formatReward / rewardTone', () => {
     expect(rewardTone(1)).toBe('good');
     expect(rewardTone(0)).toBe('zero');
     expect(rewardTone(-1)).toBe('bad');
+  });
+});
+
+describe('responseLengths', () => {
+  it('counts tokens when every sample has them, characters otherwise', () => {
+    const withTokens = [
+      { ...sample(1, 1), response_tokens: 12 },
+      { ...sample(1, 0), response_tokens: 30 },
+    ];
+    expect(responseLengths(withTokens)).toEqual({ unit: 'tokens', values: [12, 30] });
+    const older = [withTokens[0]!, { ...sample(1, 0), completion: 'four', response_tokens: null }];
+    expect(responseLengths(older)).toEqual({ unit: 'characters', values: [1, 4] });
   });
 });

@@ -38,3 +38,18 @@ export function rewardTone(reward: number): 'good' | 'bad' | 'zero' {
   if (reward < 0) return 'bad';
   return 'zero';
 }
+
+export interface ResponseLengths {
+  unit: 'tokens' | 'characters';
+  values: number[];
+}
+
+/**
+ * The samples' response lengths in tokens, as the job's response_length/ metrics count them;
+ * in characters of the completion when some sample predates the token count being recorded.
+ */
+export function responseLengths(samples: readonly Sample[]): ResponseLengths {
+  const tokens = samples.map((s) => s.response_tokens);
+  if (tokens.every((t): t is number => typeof t === 'number')) return { unit: 'tokens', values: tokens };
+  return { unit: 'characters', values: samples.map((s) => s.completion.length) };
+}
