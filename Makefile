@@ -11,7 +11,7 @@ PIP_FLAGS := --disable-pip-version-check -q -c constraints.txt
 EXTRAS ?= web,ray,rl,dev$(if $(filter x86_64,$(shell uname -m)),$(comma)rollout-cpu)
 comma := ,
 
-.PHONY: api-types demo test venv engine-venv frontend services chromium lint audit engine-test frontend-test pytest pytest-main pytest-faults pytest-browser engine-faults-browser main-lane checks-then-faults clean
+.PHONY: api-types demo test venv engine-venv frontend services chromium lint audit engine-test frontend-test pytest pytest-main pytest-faults pytest-second engine-faults-second main-lane checks-then-faults clean
 
 demo: venv services-optional frontend
 	$(PY) scripts/demo.py
@@ -19,7 +19,8 @@ demo: venv services-optional frontend
 # One make run: set-up steps side by side, then the checks in two lanes of about equal length,
 # each lane starting as soon as what it needs is installed. One lane is the main test session
 # (it waits on Ray and live servers much of the time); the other, the lint, the audit, the
-# engine's and the dashboard's unit tests, the fault suite, then the browser tests. Each
+# engine's and the dashboard's unit tests, the fault suite, then a second pytest session (the
+# browser tests, the demo, the client, the hostile inputs: `pytest-second`). Each
 # target's output is printed whole when it ends.
 test:
 	@$(MAKE) --no-print-directory -j3 --output-sync=target main-lane checks-then-faults
@@ -29,7 +30,7 @@ main-lane: services chromium venv frontend
 
 checks-then-faults: lint audit engine-test frontend-test services chromium frontend
 	@$(MAKE) --no-print-directory pytest-faults
-	@$(MAKE) --no-print-directory pytest-browser
+	@$(MAKE) --no-print-directory pytest-second
 
 # -- environments ---------------------------------------------------------------------------
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -102,20 +103,24 @@ frontend-test: frontend/node_modules/.installed
 # side finds processes by ancestry, never by name (tests/processes.py). Output is kept per side.
 # The engine's tests run once, in the engine's own environment (engine-test), not again here.
 pytest: venv
-	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main engine-faults-browser
+	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest-main engine-faults-second
 
-engine-faults-browser: engine-test
+engine-faults-second: engine-test
 	@$(MAKE) --no-print-directory pytest-faults
-	@$(MAKE) --no-print-directory pytest-browser
+	@$(MAKE) --no-print-directory pytest-second
+
+SECOND_SESSION := tests/e2e tests/test_demo.py tests/client tests/hostile
 
 pytest-main: venv
-	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q --durations=15 --ignore=tests/faults --ignore=tests/engine --ignore=tests/e2e
+	JIGSAW_ENV=test $(VENV)/bin/python -m pytest -q --durations=15 --ignore=tests/faults --ignore=tests/engine \
+		$(addprefix --ignore=,$(SECOND_SESSION))
 
-# The browser tests: a session of their own (its own test database and task queue), so that
-# they can run beside the main one.
-pytest-browser: venv
-	JIGSAW_ENV=test JIGSAW_TEST_NAMESPACE=jigsaw-test-browser DATABASE_URL=postgres://postgres@127.0.0.1:5432/jigsaw_browser \
-		$(VENV)/bin/python -m pytest -q --durations=10 tests/e2e
+# The browser tests, the demo, the client against a live server and the hostile-input suite: a
+# session of their own (its own test database and task queue), so that they run beside the
+# main one and the two lanes of `make test` take about as long.
+pytest-second: venv
+	JIGSAW_ENV=test JIGSAW_TEST_NAMESPACE=jigsaw-test-second DATABASE_URL=postgres://postgres@127.0.0.1:5432/jigsaw_second \
+		$(VENV)/bin/python -m pytest -q --durations=10 $(SECOND_SESSION)
 
 pytest-faults: venv
 	JIGSAW_ENV=test JIGSAW_TEST_NAMESPACE=jigsaw-test-faults $(VENV)/bin/python -m pytest -q tests/faults
