@@ -84,7 +84,8 @@ def summary_markdown(result: dict[str, Any], plots: list[str]) -> str:
             )
     lines += _ceiling_section(result)
     lines += _steady_section(result, shown)
-    ablations = [a for a in ABLATIONS if a in cfg["policies"]]
+    # An ablation is read against full jigsaw: without it in the run there is nothing to divide by.
+    ablations = [a for a in ABLATIONS if a in cfg["policies"]] if "jigsaw" in cfg["policies"] else []
     if ablations:
         lines += ["", "## Ablations (throughput / jigsaw)", ""]
         lines += ["| mix | " + " | ".join(ablations) + " |", "|---" * (len(ablations) + 1) + "|"]

@@ -86,3 +86,12 @@ def test_summary_reports_steady_window_throughput_beside_the_makespan_throughput
                 window_s * f["steady_throughput_tokens_per_s"] <= makespan_s * f["throughput_tokens_per_s"] * 1.000001
             )
     assert steady_seen > 0
+
+
+def test_a_run_of_ablations_without_jigsaw_still_writes_its_summary() -> None:
+    """An ablation's column is read against full jigsaw; without jigsaw in the run the summary
+    leaves the ablations table out instead of failing."""
+    alone = run_suite(SuiteConfig(mixes=("M1",), seeds=(0,), steps=2, policies=("verl", "greedy")))
+    summary = summary_markdown(alone, [])
+    assert "## Ablations" not in summary
+    assert "greedy" in summary
