@@ -58,6 +58,17 @@ def wait_for(condition, timeout_s: float = 120, what: str = "condition"):  # typ
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def seen_until(current, count: int, what: str, timeout_s: float = 120) -> set[int]:  # type: ignore[no-untyped-def]
+    """Every process ``current()`` has shown until ``count`` distinct ones have been seen."""
+    seen: set[int] = set()
+
+    def enough() -> set[int] | None:
+        seen.update(current())
+        return seen if len(seen) >= count else None
+
+    return wait_for(enough, timeout_s, what)
+
+
 def steps_reported(engine: EngineHost, pipeline_id: str) -> list[int]:
     events = engine.events_since(0, 100_000).events
     return [e.data["step"] for e in events if e.pipeline_id == pipeline_id and e.kind is EventKind.METRICS]
@@ -72,16 +83,13 @@ def test_each_real_job_runs_in_its_own_process_which_goes_when_the_job_ends(
     try:
         engine.submit("math", tiny_spec("math", steps=2))
         engine.submit("refine", tiny_spec("refine", workload="aime_refine", steps=2, seed=1))
-        during = wait_for(lambda: pipeline_processes() - before if len(pipeline_processes() - before) == 2 else None)
+        # Counted as seen, not as alive at one moment: on a busy host one two-step job may end
+        # (and its processes exit) before the other's have all started.
+        during = seen_until(lambda: pipeline_processes() - before, 2, "two job processes")
         # A rollout worker per core for each job (a step may run on both cores), in its own process.
-        rollouts = wait_for(
-            lambda: (
-                (rollout_processes() - rollouts_before) if len(rollout_processes() - rollouts_before) == 4 else None
-            ),
-            what="four rollout worker processes",
-        )
+        rollouts = seen_until(lambda: rollout_processes() - rollouts_before, 4, "four rollout worker processes")
         # An environment each (its tools and graders), started with the job's workers.
-        envs = wait_for(lambda: new if len(new := environment_processes() - envs_before) == 2 else None)
+        envs = seen_until(lambda: environment_processes() - envs_before, 2, "two environment processes")
         # While jobs run, the engine's two cores are reserved from Ray ...
         eventually(lambda: free_cpus() == cpus_before - 2, what="the engine's two cores reserved")
         events = wait_until_ended(engine, {"math", "refine"})
