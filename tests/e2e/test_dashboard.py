@@ -30,7 +30,7 @@ def sign_in(browser: Any, base: str, username: str) -> tuple[Any, list[str]]:
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("pageerror", lambda exc: errors.append(f"{exc} {getattr(exc, 'stack', '')}"))
     page.goto(f"{base}/")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)

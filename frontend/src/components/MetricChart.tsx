@@ -79,7 +79,10 @@ export const MetricChart = memo(function MetricChart({
     if (xs.length === 0) return '—';
     const at = idx ?? xs.length - 1;
     const values = lines.map((line, i) => {
-      const v = nearestValue(data[2 + 2 * i]!, at);
+      // A line React has just added may not be in uPlot's data yet (a synced cursor can move
+      // before the new columns are set): it reads as no value until they are.
+      const column = data[2 + 2 * i];
+      const v = column ? nearestValue(column, at) : null;
       return lines.length === 1 ? fmt(v) : `${line.label} ${fmt(v)}`;
     });
     const where = `${xMode === 'step' ? 'step ' : ''}${formatX(xs[at]!, xMode)}`;
