@@ -1,6 +1,5 @@
-import { useEffect, useState } from 'react';
 import type { ApiClient } from '../../api/client';
-import { isAbort } from '../../api/client';
+import { useListing } from './useListing';
 import type { TrainableModel } from '../../api/models';
 import { formatParams, modelKey, specModelKey, withModel } from './models';
 
@@ -20,19 +19,7 @@ export function ModelPicker({
   spec: string;
   onSpecChange: (text: string) => void;
 }) {
-  const [models, setModels] = useState<TrainableModel[] | null>(null);
-  const [loadError, setLoadError] = useState('');
-
-  useEffect(() => {
-    const controller = new AbortController();
-    api
-      .listModels(controller.signal)
-      .then(setModels)
-      .catch((e: unknown) => {
-        if (!isAbort(e)) setLoadError(e instanceof Error ? e.message : String(e));
-      });
-    return () => controller.abort();
-  }, [api]);
+  const { items: models, error: loadError } = useListing<TrainableModel>((signal) => api.listModels(signal));
 
   if (loadError) return <p className="muted">Models unavailable: {loadError}. Name one in the spec.</p>;
   if (models === null) return <p className="muted">Loading models…</p>;

@@ -1,6 +1,5 @@
-import { useEffect, useState } from 'react';
 import type { ApiClient } from '../../api/client';
-import { isAbort } from '../../api/client';
+import { useListing } from './useListing';
 import type { InstalledReward } from '../../api/rewards';
 import { rewardDetail, specReward, withReward } from './rewards';
 
@@ -15,19 +14,7 @@ export function RewardPicker({
   spec: string;
   onSpecChange: (text: string) => void;
 }) {
-  const [rewards, setRewards] = useState<InstalledReward[] | null>(null);
-  const [loadError, setLoadError] = useState('');
-
-  useEffect(() => {
-    const controller = new AbortController();
-    api
-      .listRewards(controller.signal)
-      .then(setRewards)
-      .catch((e: unknown) => {
-        if (!isAbort(e)) setLoadError(e instanceof Error ? e.message : String(e));
-      });
-    return () => controller.abort();
-  }, [api]);
+  const { items: rewards, error: loadError } = useListing<InstalledReward>((signal) => api.listRewards(signal));
 
   if (loadError) return <p className="muted">Rewards unavailable: {loadError}. Name one as data.grader.</p>;
   if (rewards === null) return <p className="muted">Loading rewards…</p>;
